@@ -1,0 +1,153 @@
+#!/usr/bin/env node
+import { readFile } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+import { createClassifier, CorpusLineSchema, evaluate, type Classifier, type CorpusLine, type EngineName } from '../src/index.js';
+import { explainDecision, formatReport } from './format.js';
+import { readDataFile, readStdin } from './read.js';
+
+const USAGE = `usage:
+  task-router classify "text" [--json]      explain how one message routes
+  task-router classify --jsonl < lines      one decision per input line ({"id", "text"} or plain text)
+  task-router eval FILE.jsonl [--json]      score a labelled corpus against the quality gates
+  task-router check [--rules FILE]          validate the rule set
+options:
+  --rules FILE        rule set (JSON or YAML); default: the shipped config/rules.json
+  --engine NAME       regex engine: re2js (default) or re2-wasm
+exit status: 0 ok, 1 a quality gate failed or a --jsonl line was invalid, 2 bad usage or input`;
+
+class UsageError extends Error {}
+
+const OPTIONS = {
+  json: { type: 'boolean' },
+  jsonl: { type: 'boolean' },
+  rules: { type: 'string' },
+  engine: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+async function loadClassifier(values: { rules?: string | undefined; engine?: string | undefined }): Promise<Classifier> {
+  const engine = values.engine ?? 're2js';
+  if (engine !== 're2js' && engine !== 're2-wasm') throw new UsageError(`--engine must be re2js or re2-wasm, got "${engine}"`);
+  const rules = values.rules ? await readDataFile(values.rules) : undefined;
+  return createClassifier({ rules, engine: engine as EngineName, now: () => performance.now() });
+}
+
+function parseJsonlLine(raw: string, line: number): { id?: unknown; text: string } {
+  if (!raw.trimStart().startsWith('{')) return { text: raw };
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch (error) {
+    throw new Error(`line ${line}: invalid JSON (${(error as Error).message})`);
+  }
+  const record = value as { id?: unknown; text?: unknown };
+  if (typeof record.text !== 'string') throw new Error(`line ${line}: "text" must be a string`);
+  return record.id === undefined ? { text: record.text } : { id: record.id, text: record.text };
+}
+
+async function classifyCommand(args: string[], values: { json?: boolean | undefined; jsonl?: boolean | undefined; rules?: string | undefined; engine?: string | undefined }): Promise<number> {
+  const classifier = await loadClassifier(values);
+  if (values.jsonl) {
+    const lines = (await readStdin()).split('\n');
+    let failed = 0;
+    lines.forEach((raw, index) => {
+      if (raw.trim() === '') return;
+      const line = index + 1;
+      try {
+        const { id, text } = parseJsonlLine(raw, line);
+        process.stdout.write(`${JSON.stringify({ ...(id === undefined ? {} : { id }), line, ...classifier.classify(text) })}\n`);
+      } catch (error) {
+        failed += 1;
+        process.stdout.write(`${JSON.stringify({ line, error: (error as Error).message })}\n`);
+      }
+    });
+    return failed > 0 ? 1 : 0;
+  }
+  if (args.length === 0) throw new UsageError('classify needs the message text, e.g. task-router classify "fix the tests"');
+  const text = args.join(' ');
+  const decision = classifier.classify(text);
+  process.stdout.write(`${values.json ? JSON.stringify(decision) : explainDecision(text, decision)}\n`);
+  return 0;
+}
+
+async function readCorpus(file: string): Promise<{ line: number; entry: CorpusLine }[]> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    throw new UsageError(`cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+  }
+  const entries: { line: number; entry: CorpusLine }[] = [];
+  const problems: string[] = [];
+  text.split('\n').forEach((raw, index) => {
+    if (raw.trim() === '') return;
+    const line = index + 1;
+    let value: unknown;
+    try {
+      value = JSON.parse(raw);
+    } catch (error) {
+      problems.push(`${file}:${line}: invalid JSON (${(error as Error).message})`);
+      return;
+    }
+    const parsed = CorpusLineSchema.safeParse(value);
+    if (!parsed.success) {
+      problems.push(`${file}:${line}: ${parsed.error.issues.map((issue) => `${issue.path.join('.') || 'line'}: ${issue.message}`).join('; ')}`);
+      return;
+    }
+    entries.push({ line, entry: parsed.data });
+  });
+  if (problems.length > 0) throw new UsageError(`the corpus has invalid lines (expected {"text", "expected": "ANSWER"|"ACTION", "needs_ops"?, "category"?}):\n${problems.join('\n')}`);
+  return entries;
+}
+
+async function evalCommand(args: string[], values: { json?: boolean | undefined; rules?: string | undefined; engine?: string | undefined }): Promise<number> {
+  const [file] = args;
+  if (!file || args.length > 1) throw new UsageError('eval takes one corpus file, e.g. task-router eval test/corpus/messages.jsonl');
+  const classifier = await loadClassifier(values);
+  const corpus = await readCorpus(file);
+  const report = evaluate(corpus.map(({ line, entry }) => ({ line, entry, decision: classifier.classify(entry.text) })));
+  process.stdout.write(`${values.json ? JSON.stringify(report) : formatReport(file, report)}\n`);
+  return report.gates.passed ? 0 : 1;
+}
+
+async function checkCommand(values: { rules?: string | undefined; engine?: string | undefined }): Promise<number> {
+  const classifier = await loadClassifier(values);
+  process.stdout.write(`rules: ok (${classifier.ruleIds.length} rules, ${values.rules ?? 'config/rules.json'}, ${classifier.engine})\n`);
+  return 0;
+}
+
+async function main(argv: string[]): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true });
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  const { values, positionals } = parsed;
+  const [command, ...rest] = positionals;
+  if (values.help || command === undefined || command === 'help') {
+    process.stdout.write(`${USAGE}\n`);
+    return command === undefined && !values.help ? 2 : 0;
+  }
+  switch (command) {
+    case 'classify':
+      return classifyCommand(rest, values);
+    case 'eval':
+      return evalCommand(rest, values);
+    case 'check':
+      return checkCommand(values);
+    default:
+      throw new UsageError(`unknown command "${command}"`);
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    const message = error instanceof Error ? error.message : String(error);
+    process.stderr.write(`task-router: ${message}\n${error instanceof UsageError ? `\n${USAGE}\n` : ''}`);
+    process.exitCode = 2;
+  },
+);

@@ -1,0 +1,103 @@
+import { CATEGORY_ROLES, type Category, type Stakes } from './categories.js';
+import type { Confidence, Debate, Decision, Trigger } from './decision.js';
+import { maskProductNames } from './names.js';
+import { cleanText, foldLookalikes } from './normalize.js';
+import type { CompiledRuleSet } from './ruleset.js';
+import { scanWindow } from './scan.js';
+
+export interface ClassifyOptions {
+  /** Most UTF-16 units read per message (head and tail halves); capped by the engine's own limit. */
+  readonly scanBudget: number;
+  /** Monotonic clock in milliseconds; when given, the decision carries its classification time. */
+  readonly now?: () => number;
+}
+
+/** Distinct triggers → confidence: 3 or more STRONG, 1–2 WEAK, none NONE. */
+export function confidenceOf(triggerCount: number): Confidence {
+  if (triggerCount >= 3) return 'STRONG';
+  return triggerCount >= 1 ? 'WEAK' : 'NONE';
+}
+
+const NO_DEBATE: Debate = { verdict: 'NONE', stakes: 'none', reasons: [], bypass: null };
+
+const STAKES_ORDER: Readonly<Record<Stakes, number>> = { none: 0, medium: 1, high: 2 };
+
+interface RuleMatch extends Trigger {
+  readonly category: Category;
+}
+
+/**
+ * The planning-debate verdict for an ACTION: high stakes for destructive, deployment and security
+ * wording, medium for bulk scope or vague wording on WEAK evidence; never for read-only work, trivial
+ * commands, or when the user has already confirmed.
+ */
+function planningDebate(triggers: readonly RuleMatch[], signals: readonly RuleMatch[], confidence: Confidence, trivial: boolean): Debate {
+  const reasons = [...triggers, ...signals].filter((match) =>
+    match.category === 'vague' ? confidence === 'WEAK' : CATEGORY_ROLES[match.category].stakes !== 'none');
+  const stakes = reasons.reduce<Stakes>((level, match) => {
+    const own = CATEGORY_ROLES[match.category].stakes;
+    return STAKES_ORDER[own] > STAKES_ORDER[level] ? own : level;
+  }, 'none');
+  if (stakes === 'none') return NO_DEBATE;
+  const bypass = trivial
+    ? 'trivial'
+    : signals.some((match) => match.category === 'bypass')
+      ? 'confirmed'
+      : triggers.every((match) => CATEGORY_ROLES[match.category].readOnly)
+        ? 'read_only'
+        : null;
+  return { verdict: bypass ? 'NONE' : 'DEBATE_PLANNING', stakes, reasons, bypass };
+}
+
+/**
+ * Classifies one message by the routing contract, in order: trivial fast path, ANSWER precedence
+ * (a question with no external reference), ACTION triggers, default ANSWER. Pure: same rules and text,
+ * same decision.
+ */
+export function classifyText(rules: CompiledRuleSet, text: string, options: ClassifyOptions): Decision {
+  const started = options.now?.();
+  const window = scanWindow(text, Math.min(options.scanBudget, rules.engine.maxInput));
+  const cleaned = cleanText(window.text);
+  const normalized = maskProductNames(foldLookalikes(cleaned, rules.lookalikes), rules.names);
+  // Letters with two readings (Cyrillic у as y or u): the rules also see the other reading.
+  const alternate = maskProductNames(foldLookalikes(cleaned, rules.lookalikes, 1), rules.names);
+  const readings = alternate === normalized ? [normalized] : [normalized, alternate];
+
+  const matched = new Set(readings.flatMap((reading) => rules.matching(reading)));
+  const found: RuleMatch[] = [];
+  const signals: RuleMatch[] = [];
+  for (const [index, rule] of rules.rules.entries()) {
+    if (!matched.has(index)) continue;
+    const match = readings.map((reading) => rule.pattern.firstMatch(reading)).find((found) => found != null);
+    if (match == null) continue;
+    (CATEGORY_ROLES[rule.category].trigger ? found : signals).push({ rule: rule.id, category: rule.category, match });
+  }
+  const held = signals.some((signal) => signal.category === 'hold');
+  const triggers = held ? found.filter((match) => match.category !== 'go_ahead') : found;
+
+  const trivialCommand = normalized.length <= 512 ? rules.trivial.find(({ pattern }) => pattern.firstMatch(normalized) !== null) : undefined;
+  const isQuestion = rules.question.firstMatch(normalized) !== null && rules.notQuestion?.firstMatch(normalized) == null;
+  const hasExternal = triggers.some((match) => CATEGORY_ROLES[match.category].external);
+
+  let decision: Omit<Decision, 'scan' | 'engine' | 'micros'>;
+  if (trivialCommand) {
+    const command: Trigger = { rule: `trivial.${trivialCommand.command}`, category: 'trivial', match: trivialCommand.command };
+    // The whole message is the command: the strongest evidence there is.
+    decision = { mode: 'ACTION', trivial: true, confidence: 'STRONG', triggers: [command, ...triggers], step: 'fast_path', debate: planningDebate(triggers, signals, 'STRONG', true) };
+  } else if (isQuestion && !hasExternal) {
+    decision = { mode: 'ANSWER', trivial: false, confidence: 'NONE', triggers, step: 'question', debate: { ...NO_DEBATE } };
+  } else if (triggers.length > 0) {
+    const confidence = confidenceOf(triggers.length);
+    decision = { mode: 'ACTION', trivial: false, confidence, triggers, step: 'triggers', debate: planningDebate(triggers, signals, confidence, false) };
+  } else {
+    decision = { mode: 'ANSWER', trivial: false, confidence: 'NONE', triggers, step: 'default', debate: { ...NO_DEBATE } };
+  }
+
+  const result: Decision = {
+    ...decision,
+    scan: { length: window.length, scanned: window.scanned, truncated: window.truncated },
+    engine: rules.engine.name,
+  };
+  if (started !== undefined && options.now) result.micros = Math.max(0, (options.now() - started) * 1000);
+  return result;
+}

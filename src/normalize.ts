@@ -1,0 +1,67 @@
+/**
+ * Text normalisation applied before any rule sees a message, so evasions such as `ｆｉｘ`, `ﬁx`,
+ * `f\u200bix`, `de\u00adploy`, `f̸i̸x̸` or a Cyrillic `і` inside `fіx` all read as plain `fix`.
+ *
+ * The replacements below are single character classes, linear in the input on any engine.
+ */
+
+// Invisible and format characters (zero-width space and joiners, word joiner, BOM, soft hyphen, bidi
+// controls, tag characters: all of category Cf), every combining mark (M) and the Hangul fillers that
+// render as nothing.
+const INVISIBLE_OR_MARK = /[\p{Cf}\p{M}\u115f\u1160\u3164\uffa0]/gu;
+const LINE_BREAK = /\r\n?|[\v\f\x85\u2028\u2029]/g;
+const SPACE_RUN = /[^\S\n]+/g;
+const SINGLE_QUOTE = /[\u2018\u2019\u201b\u02bc\u2032]/g;
+const DOUBLE_QUOTE = /[\u201c\u201d\u201f\u2033]/g;
+const NON_ASCII = /[^\x00-\x7f]/;
+const WORD = /\p{L}+/gu;
+const ASCII_WORD = /^[a-z]+$/;
+
+/**
+ * Look-alike letter → the Latin letter it imitates. A second letter is an alternate reading: Cyrillic
+ * `у` looks like `y`, but `rуn` means `run`.
+ */
+export type Lookalikes = ReadonlyMap<string, string>;
+
+/**
+ * The text rules match against: NFKC, lower case, accents and other combining marks removed, invisible
+ * characters dropped, typographic quotes as ASCII quotes, line breaks as `\n`, every other run of white
+ * space as one plain space, trimmed, and look-alike letters folded to Latin (see `foldLookalikes`).
+ */
+export function normalizeText(text: string, lookalikes: Lookalikes = new Map()): string {
+  return foldLookalikes(cleanText(text), lookalikes);
+}
+
+/** Every step of normalizeText but the look-alike folding. */
+export function cleanText(text: string): string {
+  return text
+    .normalize('NFKC')
+    .toLowerCase()
+    .normalize('NFD')
+    .replace(INVISIBLE_OR_MARK, '')
+    .replace(SINGLE_QUOTE, "'")
+    .replace(DOUBLE_QUOTE, '"')
+    .replace(LINE_BREAK, '\n')
+    .replace(SPACE_RUN, ' ')
+    .trim();
+}
+
+/**
+ * Folds Cyrillic and Greek letters that look Latin (`і`, `е`, `о` …) to their Latin twins, but only
+ * inside a word that mixes them with Latin letters or is made of look-alikes alone: `dеlete` becomes
+ * `delete`, while an ordinary Russian or Greek word is left as it is. `reading` 1 takes each letter's
+ * alternate reading where it has one.
+ */
+export function foldLookalikes(text: string, lookalikes: Lookalikes, reading: 0 | 1 = 0): string {
+  if (!NON_ASCII.test(text)) return text;
+  return text.replace(WORD, (word) => {
+    if (ASCII_WORD.test(word)) return word;
+    const letters = Array.from(word);
+    const mixed = letters.some((ch) => ch >= 'a' && ch <= 'z');
+    if (!mixed && !letters.every((ch) => lookalikes.has(ch))) return word;
+    return letters.map((ch) => {
+      const latin = lookalikes.get(ch);
+      return latin === undefined ? ch : (latin[reading] ?? latin[0]);
+    }).join('');
+  });
+}

@@ -1,0 +1,170 @@
+import { z } from 'zod';
+import { CATEGORIES, type Category } from './categories.js';
+import type { CompiledPattern, RegexEngine } from './engines/engine.js';
+import type { Lookalikes } from './normalize.js';
+
+/**
+ * The rule set file (config/rules.json): the words and patterns of the routing contract. Patterns are
+ * RE2 syntax and see normalised text (lower case, see normalizeText). `\b` and `\w` are ASCII-only in
+ * RE2, so patterns use the Unicode-aware boundaries `{<}` (start of text or a non-word character before)
+ * and `{>}` (a non-word character or end of text after) instead.
+ */
+const ruleId = z.string().regex(/^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$/, 'a rule id is lower-case words joined by dots, e.g. "operation.fix"');
+
+const RuleSchema = z
+  .object({
+    id: ruleId,
+    category: z.enum(CATEGORIES),
+    description: z.string().optional(),
+    words: z.array(z.string().trim().min(1)).min(1).optional(),
+    pattern: z.string().min(1).optional(),
+  })
+  .strict()
+  .refine((rule) => (rule.words === undefined) !== (rule.pattern === undefined), {
+    message: 'a rule has either "words" or "pattern", not both and not neither',
+  });
+
+export const RuleSetSchema = z
+  .object({
+    version: z.literal(1),
+    question: z
+      .object({
+        prefixes: z.array(z.string().min(1)),
+        starts: z.array(z.string().min(1)).min(1),
+        notStarts: z.array(z.string().min(1)),
+      })
+      .strict(),
+    trivial: z.record(z.string().regex(/^[a-z][a-z0-9_-]*$/, 'a command name'), z.string()),
+    names: z.array(z.string().min(1)),
+    /** Look-alike letter → the Latin letter it imitates; a second letter is an alternate reading (Cyrillic у reads as y or u). */
+    lookalikes: z.record(z.string().length(1), z.string().regex(/^[a-z]{1,2}$/, 'one Latin letter, or two: the usual reading and an alternate')),
+    rules: z.array(RuleSchema).min(1),
+  })
+  .strict()
+  .superRefine((ruleSet, ctx) => {
+    const seen = new Set<string>();
+    ruleSet.rules.forEach((rule, index) => {
+      if (seen.has(rule.id)) ctx.addIssue({ code: 'custom', path: ['rules', index, 'id'], message: `duplicate rule id "${rule.id}"` });
+      seen.add(rule.id);
+    });
+  });
+
+export type RuleSetData = z.infer<typeof RuleSetSchema>;
+export type RuleData = RuleSetData['rules'][number];
+
+export interface CompiledRule {
+  readonly id: string;
+  readonly category: Category;
+  readonly pattern: CompiledPattern;
+}
+
+export interface CompiledRuleSet {
+  readonly rules: readonly CompiledRule[];
+  /** Indexes into `rules` of those that match somewhere in the text. */
+  readonly matching: (text: string) => number[];
+  readonly question: CompiledPattern;
+  readonly notQuestion: CompiledPattern | null;
+  readonly trivial: readonly { readonly command: string; readonly pattern: CompiledPattern }[];
+  readonly names: readonly string[];
+  readonly lookalikes: Lookalikes;
+  readonly engine: RegexEngine;
+}
+
+/** Thrown when a rule set cannot be used; `issues` names every problem with its path. */
+export class RuleSetError extends Error {
+  constructor(readonly issues: readonly string[]) {
+    super(`invalid rule set:\n${issues.map((issue) => `  - ${issue}`).join('\n')}`);
+    this.name = 'RuleSetError';
+  }
+}
+
+// Hyphens join words: "compile-time" holds no "compile", "one-stop" no "stop".
+const WORD_START = '(?:^|[^\\pL\\pN_-])';
+const WORD_END = '(?:[^\\pL\\pN_-]|$)';
+const ASCII_ONLY_CLASSES = /\\[bBwW]/;
+
+function escapeRegex(text: string): string {
+  return text.replace(/[\\^$.|?*+()[\]{}]/g, '\\$&');
+}
+
+/** A literal phrase as a pattern fragment: its spaces match any run of white space. */
+function phrase(text: string): string {
+  return text.toLowerCase().split(/\s+/).map(escapeRegex).join('\\s+');
+}
+
+/** Whole-word alternation with Unicode-aware boundaries; the word itself is capture group 1. */
+export function wordsPattern(words: readonly string[]): string {
+  // Longest first, so the reported match is the fullest phrase ("look for" before "look").
+  const alternatives = [...new Set(words.map(phrase))].sort((a, b) => b.length - a.length);
+  return `${WORD_START}(${alternatives.join('|')})${WORD_END}`;
+}
+
+function expandBoundaries(pattern: string): string {
+  return pattern.replaceAll('{<}', WORD_START).replaceAll('{>}', WORD_END);
+}
+
+function ruleSource(rule: RuleData): string {
+  return rule.words !== undefined ? wordsPattern(rule.words) : expandBoundaries(rule.pattern ?? '');
+}
+
+function questionSource(question: RuleSetData['question'], starts: readonly string[]): string {
+  const prefixes = question.prefixes.map(phrase).join('|');
+  const lead = prefixes ? `(?:(?:${prefixes})[\\s,.:;!-]*\\s)*` : '';
+  return `^${lead}(${starts.map(phrase).join('|')})${WORD_END}`;
+}
+
+/**
+ * Validates rule set data and compiles every pattern once on the given engine. Reports all problems
+ * at once, each naming the rule (or field) and the reason, so a bad reload can say exactly what to fix.
+ */
+export function compileRuleSet(data: unknown, engine: RegexEngine): CompiledRuleSet {
+  const parsed = RuleSetSchema.safeParse(data);
+  if (!parsed.success) {
+    throw new RuleSetError(parsed.error.issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`));
+  }
+  const ruleSet = parsed.data;
+  const issues: string[] = [];
+  const compile = (where: string, source: string): CompiledPattern | null => {
+    if (ASCII_ONLY_CLASSES.test(source.replace(/\\\\/g, ''))) {
+      issues.push(`${where}: \\b, \\B, \\w and \\W only know ASCII letters; use {<} and {>} for word boundaries or \\pL/\\pN classes`);
+      return null;
+    }
+    try {
+      return engine.compile(source);
+    } catch (error) {
+      issues.push(`${where}: pattern does not compile on ${engine.name}: ${(error as Error).message}`);
+      return null;
+    }
+  };
+
+  const rules: CompiledRule[] = [];
+  const sources: string[] = [];
+  for (const rule of ruleSet.rules) {
+    const source = ruleSource(rule);
+    const pattern = compile(`rule "${rule.id}"`, source);
+    if (pattern) {
+      rules.push({ id: rule.id, category: rule.category, pattern });
+      sources.push(source);
+    }
+  }
+  const question = compile('question.starts', questionSource(ruleSet.question, ruleSet.question.starts));
+  const notQuestion = ruleSet.question.notStarts.length > 0
+    ? compile('question.notStarts', questionSource(ruleSet.question, ruleSet.question.notStarts))
+    : null;
+  const trivial = Object.entries(ruleSet.trivial).flatMap(([command, args]) => {
+    const pattern = compile(`trivial.${command}`, `^(?:\\$ )?(${escapeRegex(command)})${args}$`);
+    return pattern ? [{ command, pattern }] : [];
+  });
+  if (issues.length > 0 || !question) throw new RuleSetError(issues);
+
+  return {
+    rules,
+    matching: engine.compileSet(sources),
+    question,
+    notQuestion,
+    trivial,
+    names: ruleSet.names.map((name) => name.toLowerCase()),
+    lookalikes: new Map(Object.entries(ruleSet.lookalikes)),
+    engine,
+  };
+}
