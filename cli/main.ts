@@ -3,14 +3,19 @@ import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { createClassifier, CorpusLineSchema, evaluate, type Classifier, type CorpusLine, type EngineName } from '../src/index.js';
 import { explainDecision, formatReport } from './format.js';
-import { readDataFile, readStdin } from './read.js';
+import { buildSnapshot, startGateway } from '../middleware/gateway.js';
+import { loadConfig } from '../middleware/config.js';
+import { readDataFile } from '../middleware/files.js';
+import { readStdin } from './read.js';
 
 const USAGE = `usage:
   task-router classify "text" [--json]      explain how one message routes
   task-router classify --jsonl < lines      one decision per input line ({"id", "text"} or plain text)
   task-router eval FILE.jsonl [--json]      score a labelled corpus against the quality gates
-  task-router check [--rules FILE]          validate the rule set
+  task-router check [--config FILE]         validate the configuration, rule set and prompts
+  task-router serve [--config FILE]         run the gateway (npm start)
 options:
+  --config FILE       gateway configuration (YAML or JSON); default: $TASK_ROUTER_CONFIG or config/default.yaml
   --rules FILE        rule set (JSON or YAML); default: the shipped config/rules.json
   --engine NAME       regex engine: re2js (default) or re2-wasm
 exit status: 0 ok, 1 a quality gate failed or a --jsonl line was invalid, 2 bad usage or input`;
@@ -21,6 +26,7 @@ const OPTIONS = {
   json: { type: 'boolean' },
   jsonl: { type: 'boolean' },
   rules: { type: 'string' },
+  config: { type: 'string' },
   engine: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -110,9 +116,33 @@ async function evalCommand(args: string[], values: { json?: boolean | undefined;
   return report.gates.passed ? 0 : 1;
 }
 
-async function checkCommand(values: { rules?: string | undefined; engine?: string | undefined }): Promise<number> {
-  const classifier = await loadClassifier(values);
-  process.stdout.write(`rules: ok (${classifier.ruleIds.length} rules, ${values.rules ?? 'config/rules.json'}, ${classifier.engine})\n`);
+function configFile(values: { config?: string | undefined }): string | undefined {
+  return values.config ?? (process.env.TASK_ROUTER_CONFIG || undefined);
+}
+
+async function checkCommand(values: { config?: string | undefined; rules?: string | undefined; engine?: string | undefined }): Promise<number> {
+  if (values.rules) {
+    const classifier = await loadClassifier(values);
+    process.stdout.write(`rules: ok (${classifier.ruleIds.length} rules in ${values.rules}, ${classifier.engine})\n`);
+    return 0;
+  }
+  const loaded = await loadConfig(configFile(values), process.env);
+  const snapshot = await buildSnapshot(loaded);
+  process.stdout.write(`config: ok (${loaded.file})\nrules: ok (${snapshot.classifier.ruleIds.length} rules in ${loaded.rulesFile}, ${snapshot.classifier.engine})\nprompts: ok (${loaded.promptsDir})\nconfig hash: ${snapshot.configHash}\n`);
+  return 0;
+}
+
+async function serveCommand(values: { config?: string | undefined }): Promise<number> {
+  const gateway = await startGateway({ configFile: configFile(values), env: process.env });
+  const log = (message: string, fields: object = {}) => process.stdout.write(`${JSON.stringify({ time: new Date().toISOString(), msg: message, ...fields })}\n`);
+  if (gateway.echo) log('no UPSTREAM_URL set: started the built-in echo upstream, which answers with the route taken', { upstream: gateway.upstreamUrl });
+  log('task-router listening', { url: gateway.url, upstream: gateway.upstreamUrl, hardRouting: gateway.snapshot().hardRouting, configHash: gateway.snapshot().configHash });
+  await new Promise<void>((resolve) => {
+    const stop = () => resolve();
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+  });
+  await gateway.close();
   return 0;
 }
 
@@ -136,6 +166,8 @@ async function main(argv: string[]): Promise<number> {
       return evalCommand(rest, values);
     case 'check':
       return checkCommand(values);
+    case 'serve':
+      return serveCommand(values);
     default:
       throw new UsageError(`unknown command "${command}"`);
   }

@@ -3,10 +3,10 @@
  * (count towards ACTION, block ANSWER precedence, raise the stakes of a planning debate) lives here.
  */
 export const CATEGORIES = [
-  'file', 'web', 'code', 'reference', 'memory_recall',
+  'file', 'web', 'code', 'reference', 'memory_recall', 'request',
   'repository', 'search', 'web_action', 'shell_read',
-  'operation', 'execution', 'memory', 'shell', 'go_ahead', 'destructive', 'deployment',
-  'security', 'bulk', 'vague', 'bypass', 'hold',
+  'operation', 'execution', 'memory', 'shell', 'error_log', 'go_ahead', 'destructive', 'deployment',
+  'security', 'bulk', 'vague', 'bypass', 'hold', 'negated',
 ] as const;
 
 export type Category = (typeof CATEGORIES)[number];
@@ -32,6 +32,8 @@ export const CATEGORY_ROLES: Readonly<Record<Category, CategoryRole>> = {
   code: role(true, true, true),
   reference: role(true, true, true),
   memory_recall: role(true, true, true),
+  // A request inside a question ("explain the diff and then commit it") is no question to answer.
+  request: role(true, true, false),
   repository: role(true, false, true),
   search: role(true, false, true),
   web_action: role(true, false, true),
@@ -40,6 +42,7 @@ export const CATEGORY_ROLES: Readonly<Record<Category, CategoryRole>> = {
   execution: role(true, false, false),
   memory: role(true, false, false),
   shell: role(true, false, false),
+  error_log: role(true, false, true),
   go_ahead: role(true, false, false),
   destructive: role(true, false, false, 'high'),
   deployment: role(true, false, false, 'high'),
@@ -50,4 +53,6 @@ export const CATEGORY_ROLES: Readonly<Record<Category, CategoryRole>> = {
   bypass: role(false, false, false),
   // "wait, don't do it yet": cancels the go-ahead it qualifies.
   hold: role(false, false, false),
+  // "don't change anything yet": the named action is not requested.
+  negated: role(false, false, false),
 };

@@ -49,6 +49,26 @@ function planningDebate(triggers: readonly RuleMatch[], signals: readonly RuleMa
   return { verdict: bypass ? 'NONE' : 'DEBATE_PLANNING', stakes, reasons, bypass };
 }
 
+function occurrences(text: string, part: string): number {
+  let count = 0;
+  for (let at = text.indexOf(part); at !== -1; at = text.indexOf(part, at + part.length)) count += 1;
+  return count;
+}
+
+/**
+ * Drops the triggers the message itself takes back: a go-ahead held back ("wait, don't do it yet") and
+ * an action it says not to take ("plan only, don't change anything"). A negated verb that also appears
+ * elsewhere in the message stays a trigger: missing a real request costs more than a needless ACTION.
+ */
+function withoutCancelled(found: readonly RuleMatch[], signals: readonly RuleMatch[], text: string): RuleMatch[] {
+  const held = signals.some((signal) => signal.category === 'hold');
+  const negated = signals.filter((signal) => signal.category === 'negated').map((signal) => signal.match);
+  return found.filter((trigger) => {
+    if (held && trigger.category === 'go_ahead') return false;
+    return !negated.some((phrase) => phrase.endsWith(` ${trigger.match}`) && occurrences(text, trigger.match) === 1);
+  });
+}
+
 /**
  * Classifies one message by the routing contract, in order: trivial fast path, ANSWER precedence
  * (a question with no external reference), ACTION triggers, default ANSWER. Pure: same rules and text,
@@ -72,8 +92,7 @@ export function classifyText(rules: CompiledRuleSet, text: string, options: Clas
     if (match == null) continue;
     (CATEGORY_ROLES[rule.category].trigger ? found : signals).push({ rule: rule.id, category: rule.category, match });
   }
-  const held = signals.some((signal) => signal.category === 'hold');
-  const triggers = held ? found.filter((match) => match.category !== 'go_ahead') : found;
+  const triggers = withoutCancelled(found, signals, normalized);
 
   const trivialCommand = normalized.length <= 512 ? rules.trivial.find(({ pattern }) => pattern.firstMatch(normalized) !== null) : undefined;
   const isQuestion = rules.question.firstMatch(normalized) !== null && rules.notQuestion?.firstMatch(normalized) == null;

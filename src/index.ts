@@ -54,3 +54,5 @@ export type { CompiledPattern, EngineName, RegexEngine } from './engines/engine.
 export { normalizeText } from './normalize.js';
 export { compileRuleSet, RuleSetError, RuleSetSchema, wordsPattern, type CompiledRuleSet, type RuleSetData } from './ruleset.js';
 export { CorpusLineSchema, evaluate, GATES, type CorpusLine, type EvalReport, type Miss } from './evaluate.js';
+export { applyOverride, assemblePrompt, ownPrompts, PROMPT_FILES, routeOf, type PromptSet, type Route } from './route.js';
+export { CHAT_FORMATS, FORMATS, formatForPath, STRATEGIES, type ChatFormat, type FormatName, type JsonObject, type Strategy } from './formats/index.js';

@@ -1,0 +1,108 @@
+import { createHash } from 'node:crypto';
+import { dirname, join, resolve } from 'node:path';
+import { z } from 'zod';
+import { STRATEGIES } from '../src/index.js';
+import { packageRoot, readDataFile } from './files.js';
+
+/** The gateway's configuration file, validated at load; every field has a default. */
+export const ConfigSchema = z
+  .object({
+    server: z
+      .object({
+        host: z.string().min(1).default('127.0.0.1'),
+        port: z.number().int().min(0).max(65535).default(8080),
+      })
+      .strict()
+      .prefault({}),
+    upstream: z
+      .object({
+        url: z.url({ protocol: /^https?$/, error: 'an http:// or https:// URL' }).nullable().default(null),
+        timeoutMs: z.number().int().positive().default(120_000),
+        maxSockets: z.number().int().positive().default(256),
+      })
+      .strict()
+      .prefault({}),
+    limits: z
+      .object({
+        bodyBytes: z.number().int().positive().default(10 * 1024 * 1024),
+      })
+      .strict()
+      .prefault({}),
+    routing: z
+      .object({
+        hard: z.boolean().default(true),
+        strategy: z.enum(STRATEGIES).default('replace'),
+        engine: z.enum(['re2js', 're2-wasm']).default('re2js'),
+        scanBudget: z.number().int().min(256).default(64 * 1024),
+        overrides: z.boolean().default(true),
+      })
+      .strict()
+      .prefault({}),
+    rules: z.string().min(1).default('./rules.json'),
+    prompts: z.string().min(1).default('../prompts'),
+  })
+  .strict();
+
+export type GatewayConfig = z.infer<typeof ConfigSchema>;
+
+/** The shipped configuration file. */
+export const DEFAULT_CONFIG_FILE = join(packageRoot(), 'config', 'default.yaml');
+
+export class ConfigError extends Error {
+  constructor(readonly file: string, readonly issues: readonly string[]) {
+    super(`invalid configuration in ${file}:\n${issues.map((issue) => `  - ${issue}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+export interface LoadedConfig {
+  readonly config: GatewayConfig;
+  readonly file: string;
+  /** Absolute paths of the rule set and prompt folder. */
+  readonly rulesFile: string;
+  readonly promptsDir: string;
+}
+
+const ENV_BOOLEAN: Readonly<Record<string, boolean>> = { true: true, '1': true, yes: true, on: true, false: false, '0': false, no: false, off: false };
+
+/** Applies the environment variables that win over the file at start. */
+function applyEnv(raw: unknown, env: NodeJS.ProcessEnv, issues: string[]): unknown {
+  const data = (typeof raw === 'object' && raw !== null ? structuredClone(raw) : {}) as Record<string, Record<string, unknown>>;
+  const section = (name: string) => (data[name] = typeof data[name] === 'object' && data[name] !== null ? data[name] : {});
+  if (env.HOST) section('server').host = env.HOST;
+  if (env.PORT) {
+    const port = Number(env.PORT);
+    if (!Number.isInteger(port)) issues.push(`PORT: expected a whole number, got "${env.PORT}"`);
+    else section('server').port = port;
+  }
+  if (env.UPSTREAM_URL) section('upstream').url = env.UPSTREAM_URL;
+  if (env.ENABLE_HARD_ROUTING !== undefined && env.ENABLE_HARD_ROUTING !== '') {
+    const flag = ENV_BOOLEAN[env.ENABLE_HARD_ROUTING.trim().toLowerCase()];
+    if (flag === undefined) issues.push(`ENABLE_HARD_ROUTING: expected true or false, got "${env.ENABLE_HARD_ROUTING}"`);
+    else section('routing').hard = flag;
+  }
+  return data;
+}
+
+/** Reads, overlays the environment on and validates a configuration file; throws ConfigError naming every bad field. */
+export async function loadConfig(file: string = DEFAULT_CONFIG_FILE, env: NodeJS.ProcessEnv = {}): Promise<LoadedConfig> {
+  let raw: unknown;
+  try {
+    raw = (await readDataFile(file)) ?? {};
+  } catch (error) {
+    throw new ConfigError(file, [(error as Error).message]);
+  }
+  const issues: string[] = [];
+  const parsed = ConfigSchema.safeParse(applyEnv(raw, env, issues));
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues) issues.push(`${issue.path.join('.') || '(root)'}: ${issue.message}`);
+  }
+  if (issues.length > 0 || !parsed.success) throw new ConfigError(file, issues);
+  const base = dirname(resolve(file));
+  return { config: parsed.data, file: resolve(file), rulesFile: resolve(base, parsed.data.rules), promptsDir: resolve(base, parsed.data.prompts) };
+}
+
+/** A short, stable fingerprint of everything that shapes routing. */
+export function fingerprint(...parts: readonly unknown[]): string {
+  return createHash('sha256').update(JSON.stringify(parts)).digest('hex').slice(0, 12);
+}

@@ -1,0 +1,27 @@
+import { readFile } from 'node:fs/promises';
+import { basename, dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parse as parseYaml } from 'yaml';
+
+/** The package's own folder, whether this runs from dist/ or from source. */
+export function packageRoot(): string {
+  const parent = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+  return basename(parent) === 'dist' ? dirname(parent) : parent;
+}
+
+const isYaml = (path: string) => /\.ya?ml$/i.test(path);
+
+/** Reads a JSON or YAML file (by extension), with errors that name the file. */
+export async function readDataFile(path: string): Promise<unknown> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (error) {
+    throw new Error(`cannot read ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+  }
+  try {
+    return isYaml(path) ? parseYaml(text) : JSON.parse(text);
+  } catch (error) {
+    throw new Error(`${path} is not valid ${isYaml(path) ? 'YAML' : 'JSON'}: ${(error as Error).message}`);
+  }
+}

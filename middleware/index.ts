@@ -1,0 +1,11 @@
+/**
+ * task-router's Express surface: the routing middleware for an existing gateway, and the standalone
+ * gateway built around it.
+ */
+export { taskRouter, decisionHeaders, HEADER, type RoutedDecision, type RoutingHooks, type RoutingSnapshot, type TaskRouterOptions } from './task-router.js';
+export { jsonBody, bodyErrors } from './json-body.js';
+export { loadPrompts, DEFAULT_PROMPTS_DIR } from './prompts.js';
+export { loadConfig, ConfigSchema, ConfigError, DEFAULT_CONFIG_FILE, type GatewayConfig } from './config.js';
+export { createGatewayApp, startGateway, buildSnapshot, type RunningGateway } from './gateway.js';
+export { createUpstreamProxy } from './proxy.js';
+export { startEchoUpstream } from './echo-upstream.js';

@@ -1,0 +1,41 @@
+import { composeParts, composeText, isObject, partsText, stripOwnPrompts, type ChatFormat, type JsonObject } from './format.js';
+
+/** Anthropic messages: top-level `system` (string or text blocks), `messages` of content blocks. */
+export const anthropic: ChatFormat = {
+  name: 'anthropic',
+
+  latestHumanText(body) {
+    const messages = body.messages;
+    if (!Array.isArray(messages)) return null;
+    for (let index = messages.length - 1; index >= 0; index -= 1) {
+      const message: unknown = messages[index];
+      if (!isObject(message) || message.role !== 'user') continue;
+      // A turn of tool_result blocks alone is the agent loop talking, not the human.
+      const text = partsText(message.content, ['text']);
+      if (text !== null && text.trim() !== '') return text;
+    }
+    return null;
+  },
+
+  withSystemPrompt(body, prompt, strategy, ownPrompts) {
+    const system = body.system;
+    if (!Array.isArray(system)) {
+      const client = typeof system === 'string' ? stripOwnPrompts(system, ownPrompts) : '';
+      return { ...body, system: composeText(prompt, client, strategy) };
+    }
+    const blocks = system.filter(isObject).flatMap((block) => {
+      if (block.type !== 'text' || typeof block.text !== 'string') return [block];
+      const text = stripOwnPrompts(block.text, ownPrompts);
+      return text === '' ? [] : [{ ...block, text }];
+    });
+    const ours: JsonObject = { type: 'text', text: prompt };
+    if (strategy === 'replace') {
+      // The client's blocks go, but its cache breakpoint stays: our block is byte-stable per route.
+      const marker = [...blocks].reverse().find((block) => block.cache_control !== undefined)?.cache_control;
+      if (marker !== undefined) ours.cache_control = marker;
+    }
+    return { ...body, system: composeParts(ours, blocks, strategy) };
+  },
+
+  isStream: (body) => body.stream === true,
+};

@@ -1,0 +1,53 @@
+import type { Decision, Mode } from './decision.js';
+
+/** The prompt files, by role. */
+export interface PromptSet {
+  readonly answer: string;
+  readonly action: string;
+  readonly toolSpecialist: string;
+  readonly softRouter: string;
+  readonly debatePlanning: string;
+}
+
+export const PROMPT_FILES: Readonly<Record<keyof PromptSet, string>> = {
+  answer: 'answer.md',
+  action: 'action.md',
+  toolSpecialist: 'tool-specialist.md',
+  softRouter: 'soft-router.md',
+  debatePlanning: 'debate-planning.md',
+};
+
+/** Which prompt a request gets. `soft_router` when hard routing is off: the LLM decides. */
+export type Route = 'answer' | 'action' | 'tool_specialist' | 'soft_router';
+
+/** A decision forced by an override keeps what the rules said in `classified`. */
+export function applyOverride(decision: Decision, mode: Mode): Decision & { classified: Mode } {
+  return {
+    ...decision,
+    mode,
+    trivial: mode === 'ACTION' && decision.trivial,
+    step: 'override',
+    debate: mode === 'ACTION' ? decision.debate : { verdict: 'NONE', stakes: 'none', reasons: [], bypass: null },
+    classified: decision.mode,
+  };
+}
+
+export function routeOf(decision: Decision, hard: boolean): Route {
+  if (!hard) return 'soft_router';
+  if (decision.mode === 'ANSWER') return 'answer';
+  return decision.trivial ? 'tool_specialist' : 'action';
+}
+
+/**
+ * The system prompt for a route: byte-for-byte the same for the same route and verdict, so provider
+ * prompt caching keeps working. A planning-debate verdict adds the debate prompt after the route's own.
+ */
+export function assemblePrompt(route: Route, decision: Decision, prompts: PromptSet): string {
+  const base = { answer: prompts.answer, action: prompts.action, tool_specialist: prompts.toolSpecialist, soft_router: prompts.softRouter }[route];
+  return route === 'action' && decision.debate.verdict === 'DEBATE_PLANNING' ? `${base}\n\n${prompts.debatePlanning}` : base;
+}
+
+/** Every prompt text of ours, for recognising them inside a client's prompt. */
+export function ownPrompts(prompts: PromptSet): string[] {
+  return Object.values(prompts).map((text) => text.trim()).filter(Boolean);
+}
