@@ -1,7 +1,7 @@
 import { CATEGORY_ROLES, type Category, type Stakes } from './categories.js';
 import type { Confidence, Debate, Decision, Trigger } from './decision.js';
 import { maskProductNames } from './names.js';
-import { cleanText, foldLookalikes } from './normalize.js';
+import { cleanText, foldLookalikes, matchingForm } from './normalize.js';
 import type { CompiledRuleSet } from './ruleset.js';
 import { scanWindow } from './scan.js';
 
@@ -78,24 +78,26 @@ export function classifyText(rules: CompiledRuleSet, text: string, options: Clas
   const started = options.now?.();
   const window = scanWindow(text, Math.min(options.scanBudget, rules.engine.maxInput));
   const cleaned = cleanText(window.text);
-  const normalized = maskProductNames(foldLookalikes(cleaned, rules.lookalikes), rules.names);
+  const normalized = matchingForm(maskProductNames(foldLookalikes(cleaned, rules.lookalikes), rules.names));
   // Letters with two readings (Cyrillic у as y or u): the rules also see the other reading.
-  const alternate = maskProductNames(foldLookalikes(cleaned, rules.lookalikes, 1), rules.names);
-  const readings = alternate === normalized ? [normalized] : [normalized, alternate];
+  const alternate = matchingForm(maskProductNames(foldLookalikes(cleaned, rules.lookalikes, 1), rules.names));
+  const readings = alternate === normalized ? 1 : 2;
 
-  const matched = new Set(readings.flatMap((reading) => rules.matching(reading)));
+  const matches = rules.scan(normalized);
+  if (readings > 1) for (const [index, match] of rules.scan(alternate)) if (!matches.has(index)) matches.set(index, match);
   const found: RuleMatch[] = [];
   const signals: RuleMatch[] = [];
-  for (const [index, rule] of rules.rules.entries()) {
-    if (!matched.has(index)) continue;
-    const match = readings.map((reading) => rule.pattern.firstMatch(reading)).find((found) => found != null);
-    if (match == null) continue;
+  rules.rules.forEach((rule, index) => {
+    const match = matches.get(index);
+    if (match === undefined) return;
     (CATEGORY_ROLES[rule.category].trigger ? found : signals).push({ rule: rule.id, category: rule.category, match });
-  }
+  });
   const triggers = withoutCancelled(found, signals, normalized);
 
-  const trivialCommand = normalized.length <= 512 ? rules.trivial.find(({ pattern }) => pattern.firstMatch(normalized) !== null) : undefined;
-  const isQuestion = rules.question.firstMatch(normalized) !== null && rules.notQuestion?.firstMatch(normalized) == null;
+  const trivialCommand = normalized.length <= 512
+    ? rules.trivial.find(({ command, pattern }) => normalized.replace(/^\$ /, '').startsWith(command) && pattern.test(normalized))
+    : undefined;
+  const isQuestion = rules.question.test(normalized) && !rules.notQuestion?.test(normalized);
   const hasExternal = triggers.some((match) => CATEGORY_ROLES[match.category].external);
 
   let decision: Omit<Decision, 'scan' | 'engine' | 'micros'>;

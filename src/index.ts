@@ -52,7 +52,8 @@ export { CATEGORIES, CATEGORY_ROLES, type Category, type Stakes } from './catego
 export { DecisionSchema, TriggerSchema, MODES, CONFIDENCES, STEPS, type Confidence, type Debate, type Decision, type Mode, type Step, type Trigger } from './decision.js';
 export type { CompiledPattern, EngineName, RegexEngine } from './engines/engine.js';
 export { normalizeText } from './normalize.js';
-export { compileRuleSet, RuleSetError, RuleSetSchema, wordsPattern, type CompiledRuleSet, type RuleSetData } from './ruleset.js';
+export { compileRuleSet, RuleSetError, RuleSetSchema, type CompiledRuleSet, type RuleSetData } from './ruleset.js';
+export { tokenize } from './phrases.js';
 export { CorpusLineSchema, evaluate, GATES, type CorpusLine, type EvalReport, type Miss } from './evaluate.js';
 export { applyOverride, assemblePrompt, ownPrompts, PROMPT_FILES, routeOf, type PromptSet, type Route } from './route.js';
 export { CHAT_FORMATS, FORMATS, formatForPath, STRATEGIES, type ChatFormat, type FormatName, type JsonObject, type Strategy } from './formats/index.js';

@@ -2,12 +2,15 @@ import { z } from 'zod';
 import { CATEGORIES, type Category } from './categories.js';
 import type { CompiledPattern, RegexEngine } from './engines/engine.js';
 import type { Lookalikes } from './normalize.js';
+import { matchingForm } from './normalize.js';
+import { buildPhraseIndex, expandTemplate, matchPhrases, tokenize } from './phrases.js';
 
 /**
- * The rule set file (config/rules.json): the words and patterns of the routing contract. Patterns are
- * RE2 syntax and see normalised text (lower case, see normalizeText). `\b` and `\w` are ASCII-only in
- * RE2, so patterns use the Unicode-aware boundaries `{<}` (start of text or a non-word character before)
- * and `{>}` (a non-word character or end of text after) instead.
+ * The rule set file (config/rules.json): the words and patterns of the routing contract. `words` are
+ * whole words or phrases, matched by dictionary over the message's tokens. `pattern`s are RE2 syntax and
+ * see normalised text (lower case, see normalizeText). `\b` and `\w` are ASCII-only in RE2, so patterns
+ * use the Unicode-aware boundaries `{<}` (start of text or a non-word character before) and `{>}`
+ * (a non-word character or end of text after) instead.
  */
 const ruleId = z.string().regex(/^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$/, 'a rule id is lower-case words joined by dots, e.g. "operation.fix"');
 
@@ -16,6 +19,7 @@ const RuleSchema = z
     id: ruleId,
     category: z.enum(CATEGORIES),
     description: z.string().optional(),
+    /** Whole words and phrases; `{a|b}` inside one stands for each choice in turn. */
     words: z.array(z.string().trim().min(1)).min(1).optional(),
     pattern: z.string().min(1).optional(),
   })
@@ -55,13 +59,12 @@ export type RuleData = RuleSetData['rules'][number];
 export interface CompiledRule {
   readonly id: string;
   readonly category: Category;
-  readonly pattern: CompiledPattern;
 }
 
 export interface CompiledRuleSet {
   readonly rules: readonly CompiledRule[];
-  /** Indexes into `rules` of those that match somewhere in the text. */
-  readonly matching: (text: string) => number[];
+  /** Index into `rules` → the first text that rule matched, for every rule that matches `text`. */
+  readonly scan: (text: string) => Map<number, string>;
   readonly question: CompiledPattern;
   readonly notQuestion: CompiledPattern | null;
   readonly trivial: readonly { readonly command: string; readonly pattern: CompiledPattern }[];
@@ -78,10 +81,12 @@ export class RuleSetError extends Error {
   }
 }
 
-// Hyphens join words: "compile-time" holds no "compile", "one-stop" no "stop".
-const WORD_START = '(?:^|[^\\pL\\pN_-])';
-const WORD_END = '(?:[^\\pL\\pN_-]|$)';
+// Rules see matchingForm text, where `_` stands for any non-ASCII letter or digit. Hyphens join words:
+// "compile-time" holds no "compile", "one-stop" no "stop".
+const WORD_START = '(?:^|[^a-z0-9_-])';
+const WORD_END = '(?:[^a-z0-9_-]|$)';
 const ASCII_ONLY_CLASSES = /\\[bBwW]/;
+const NON_ASCII_SOURCE = /[^\x00-\x7f]|\\p/;
 
 function escapeRegex(text: string): string {
   return text.replace(/[\\^$.|?*+()[\]{}]/g, '\\$&');
@@ -92,19 +97,8 @@ function phrase(text: string): string {
   return text.toLowerCase().split(/\s+/).map(escapeRegex).join('\\s+');
 }
 
-/** Whole-word alternation with Unicode-aware boundaries; the word itself is capture group 1. */
-export function wordsPattern(words: readonly string[]): string {
-  // Longest first, so the reported match is the fullest phrase ("look for" before "look").
-  const alternatives = [...new Set(words.map(phrase))].sort((a, b) => b.length - a.length);
-  return `${WORD_START}(${alternatives.join('|')})${WORD_END}`;
-}
-
 function expandBoundaries(pattern: string): string {
   return pattern.replaceAll('{<}', WORD_START).replaceAll('{>}', WORD_END);
-}
-
-function ruleSource(rule: RuleData): string {
-  return rule.words !== undefined ? wordsPattern(rule.words) : expandBoundaries(rule.pattern ?? '');
 }
 
 function questionSource(question: RuleSetData['question'], starts: readonly string[]): string {
@@ -126,7 +120,11 @@ export function compileRuleSet(data: unknown, engine: RegexEngine): CompiledRule
   const issues: string[] = [];
   const compile = (where: string, source: string): CompiledPattern | null => {
     if (ASCII_ONLY_CLASSES.test(source.replace(/\\\\/g, ''))) {
-      issues.push(`${where}: \\b, \\B, \\w and \\W only know ASCII letters; use {<} and {>} for word boundaries or \\pL/\\pN classes`);
+      issues.push(`${where}: \\b, \\B, \\w and \\W only know ASCII letters; use {<} and {>} for word boundaries`);
+      return null;
+    }
+    if (NON_ASCII_SOURCE.test(source)) {
+      issues.push(`${where}: rules see ASCII text (non-ASCII letters as "_", see matchingForm); write the pattern in ASCII without \\p classes`);
       return null;
     }
     try {
@@ -137,16 +135,27 @@ export function compileRuleSet(data: unknown, engine: RegexEngine): CompiledRule
     }
   };
 
-  const rules: CompiledRule[] = [];
-  const sources: string[] = [];
-  for (const rule of ruleSet.rules) {
-    const source = ruleSource(rule);
-    const pattern = compile(`rule "${rule.id}"`, source);
-    if (pattern) {
-      rules.push({ id: rule.id, category: rule.category, pattern });
-      sources.push(source);
+  const rules: CompiledRule[] = ruleSet.rules.map(({ id, category }) => ({ id, category }));
+  const wordRules: { index: number; words: string[] }[] = [];
+  const patternRules: { index: number; pattern: CompiledPattern }[] = [];
+  ruleSet.rules.forEach((rule, index) => {
+    if (rule.words !== undefined) {
+      let words: string[];
+      try {
+        words = rule.words.flatMap(expandTemplate);
+      } catch (error) {
+        issues.push(`rule "${rule.id}": ${(error as Error).message}`);
+        return;
+      }
+      const unmatchable = words.filter((word) => tokenize(matchingForm(word.toLowerCase())).length === 0 || /[^\x00-\x7f]/.test(word));
+      if (unmatchable.length > 0) issues.push(`rule "${rule.id}": ${unmatchable.slice(0, 3).map((word) => JSON.stringify(word)).join(', ')} cannot match: words are ASCII with letters or digits`);
+      wordRules.push({ index, words });
+      return;
     }
-  }
+    const pattern = compile(`rule "${rule.id}"`, expandBoundaries(rule.pattern ?? ''));
+    if (pattern) patternRules.push({ index, pattern });
+  });
+  const phrases = buildPhraseIndex(wordRules);
   const question = compile('question.starts', questionSource(ruleSet.question, ruleSet.question.starts));
   const notQuestion = ruleSet.question.notStarts.length > 0
     ? compile('question.notStarts', questionSource(ruleSet.question, ruleSet.question.notStarts))
@@ -159,7 +168,16 @@ export function compileRuleSet(data: unknown, engine: RegexEngine): CompiledRule
 
   return {
     rules,
-    matching: engine.compileSet(sources),
+    scan(text) {
+      const found = new Map<number, string>();
+      matchPhrases(phrases, text, found);
+      for (const { index, pattern } of patternRules) {
+        if (!pattern.test(text)) continue;
+        const match = pattern.firstMatch(text);
+        if (match !== null) found.set(index, match);
+      }
+      return found;
+    },
     question,
     notQuestion,
     trivial,

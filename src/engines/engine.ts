@@ -3,6 +3,8 @@
  * interface keeps the classifier independent of which one.
  */
 export interface CompiledPattern {
+  /** Whether the pattern matches anywhere in `text`. */
+  test(text: string): boolean;
   /** Text of the first match: capture group 1 when the pattern has one, else the whole match. */
   firstMatch(text: string): string | null;
 }
@@ -13,8 +15,6 @@ export interface RegexEngine {
   readonly maxInput: number;
   /** Throws an Error whose message says why the pattern is invalid. */
   compile(source: string): CompiledPattern;
-  /** Indexes of the patterns that match somewhere in `text`, ascending. */
-  compileSet(sources: readonly string[]): (text: string) => number[];
 }
 
 export type EngineName = 're2js' | 're2-wasm';

@@ -1,26 +1,23 @@
-import { RE2JS, RE2Set } from 're2js';
-import type { CompiledPattern, RegexEngine } from './engine.js';
+import { RE2JS } from 're2js';
+import type { RegexEngine } from './engine.js';
 
-function compilePattern(source: string): CompiledPattern {
-  const pattern = RE2JS.compile(source);
-  const group = pattern.groupCount() > 0 ? 1 : 0;
-  return {
-    firstMatch(text) {
-      const matcher = pattern.matcher(text);
-      return matcher.find() ? matcher.group(group) : null;
-    },
-  };
-}
-
-/** Pure-JS RE2 port; a set match runs every pattern in one pass over the text. */
+/**
+ * Pure-JS RE2 port. Each pattern runs on its own: re2js's set match keeps a DFA state for every
+ * combination of patterns matched so far, and on this rule set it cost over 0.5 ms per unseen message
+ * against about 1 µs per pattern run alone (see the README's benchmark notes).
+ */
 export const re2jsEngine: RegexEngine = {
   name: 're2js',
   maxInput: Number.MAX_SAFE_INTEGER,
-  compile: compilePattern,
-  compileSet(sources) {
-    const set = new RE2Set(RE2Set.UNANCHORED);
-    for (const source of sources) set.add(source);
-    set.compile();
-    return (text) => set.match(text).sort((a, b) => a - b);
+  compile(source) {
+    const pattern = RE2JS.compile(source);
+    const group = pattern.groupCount() > 0 ? 1 : 0;
+    return {
+      test: (text) => pattern.test(text),
+      firstMatch(text) {
+        const matcher = pattern.matcher(text);
+        return matcher.find() ? matcher.group(group) : null;
+      },
+    };
   },
 };
