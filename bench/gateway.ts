@@ -64,6 +64,8 @@ const HOST = '127.0.0.1';
 const TARGET_THROUGHPUT_RATIO = 0.85;
 const TARGET_P99_DELTA_MS = 1;
 const TARGET_TTFB_RATIO = 1.05;
+/** Above this much CPU used by other processes during a measurement, the run is flagged as noisy. */
+const NOISY_OTHER_CPU = 25;
 
 // ---------------------------------------------------------------------------------------------------
 // Request bodies: a client system prompt, then user / assistant / user; the last user turn alternates
@@ -322,6 +324,13 @@ interface LoadRun {
   readonly serverCpu: number;
   readonly upstreamCpu: number;
   readonly loadgenCpu: number;
+  /** CPU the rest of the machine used meanwhile (other processes, kernel), from os.cpus(). */
+  readonly otherCpu: number;
+}
+
+/** Busy CPU time of the whole machine so far, in ms (all cores). */
+function machineBusyMs(): number {
+  return os.cpus().reduce((sum, cpu) => sum + cpu.times.user + cpu.times.nice + cpu.times.sys + cpu.times.irq, 0);
 }
 
 function cannon(url: string, seconds: number, onLatency?: (ms: number) => void): Promise<autocannon.Result> {
@@ -350,10 +359,12 @@ async function loadRun(setup: 'A' | 'B', round: number, server: Child, upstream:
   const latencies: number[] = [];
   const [serverBefore, upstreamBefore] = await Promise.all([server.cpu(), upstream.cpu()]);
   const loadgenBefore = process.cpuUsage();
+  const machineBefore = machineBusyMs();
   const started = performance.now();
   const result = await cannon(server.url, DURATION_S, (ms) => latencies.push(ms));
   const wallMs = performance.now() - started;
   const loadgenAfter = process.cpuUsage();
+  const machineAfter = machineBusyMs();
   const [serverAfter, upstreamAfter] = await Promise.all([server.cpu(), upstream.cpu()]);
   let profileFile: string | undefined;
   if (profile) {
@@ -361,6 +372,10 @@ async function loadRun(setup: 'A' | 'B', round: number, server: Child, upstream:
     if (stopped.type === 'profile-stop') profileFile = stopped.file;
   }
   const sorted = Float64Array.from(latencies).sort();
+  const serverCpu = cpuPercent(serverBefore, serverAfter, wallMs);
+  const upstreamCpu = cpuPercent(upstreamBefore, upstreamAfter, wallMs);
+  const loadgenCpu = cpuPercent(loadgenBefore, loadgenAfter, wallMs);
+  const machineCpu = ((machineAfter - machineBefore) / wallMs) * 100;
   return {
     setup,
     round,
@@ -371,9 +386,10 @@ async function loadRun(setup: 'A' | 'B', round: number, server: Child, upstream:
     errors: result.errors,
     timeouts: result.timeouts,
     non2xx: result.non2xx,
-    serverCpu: cpuPercent(serverBefore, serverAfter, wallMs),
-    upstreamCpu: cpuPercent(upstreamBefore, upstreamAfter, wallMs),
-    loadgenCpu: cpuPercent(loadgenBefore, loadgenAfter, wallMs),
+    serverCpu,
+    upstreamCpu,
+    loadgenCpu,
+    otherCpu: Math.max(0, machineCpu - serverCpu - upstreamCpu - loadgenCpu),
     ...(profileFile ? { profileFile } : {}),
   };
 }
@@ -465,7 +481,7 @@ async function main(): Promise<void> {
     console.log('load runs (latency percentiles from per-response timings, sub-ms):');
     const runs: LoadRun[] = [];
     let profileFile: string | undefined;
-    const header = ['run', 'setup', 'req/s', 'p50 ms', 'p99 ms', 'requests', 'errors', 'timeouts', 'non-2xx', 'srv cpu%', 'upstr cpu%', 'loadgen cpu%'];
+    const header = ['run', 'setup', 'req/s', 'p50 ms', 'p99 ms', 'requests', 'errors', 'timeouts', 'non-2xx', 'srv cpu%', 'upstr cpu%', 'loadgen cpu%', 'other cpu%'];
     const widths = header.map((name, column) => Math.max(name.length, column === 1 ? 9 : 7));
     const line = (cells: readonly string[]) =>
       `  ${cells.map((cell, column) => (column === 1 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!))).join('  ')}`;
@@ -478,16 +494,22 @@ async function main(): Promise<void> {
         runs.push(run);
         console.log(line([
           String(run.round), run.setup === 'A' ? 'A bare' : 'B gateway', fixed(run.reqPerSec, 0), fixed(run.p50, 2), fixed(run.p99, 2),
-          String(run.requests), String(run.errors), String(run.timeouts), String(run.non2xx), fixed(run.serverCpu, 0), fixed(run.upstreamCpu, 0), fixed(run.loadgenCpu, 0),
+          String(run.requests), String(run.errors), String(run.timeouts), String(run.non2xx), fixed(run.serverCpu, 0), fixed(run.upstreamCpu, 0), fixed(run.loadgenCpu, 0), fixed(run.otherCpu, 0),
         ]));
       }
     }
-    console.log('  (cpu%: share of one core used by that process during the timed run; over 100 = GC/libuv threads too)');
+    console.log(`  (cpu%: one core = 100, machine = ${os.availableParallelism() * 100}; srv over 100 = its GC/libuv threads too; other = the rest of the machine meanwhile, noise if high)`);
     if (profileFile) console.log(`  cpu profile of B (round ${ROUNDS}, its figures include the profiler's overhead): ${profileFile}`);
     console.log('');
 
     console.log(`time to first SSE chunk: ${SSE_REQUESTS} sequential streamed requests per setup after ${SSE_WARMUP} warm-up each, A/B interleaved (plain fetch)`);
+    const ours = async () => (await Promise.all([a.cpu(), b.cpu(), upstream.cpu()])).reduce((sum, usage) => sum + usage.user + usage.system, 0) / 1000
+      + (process.cpuUsage().user + process.cpuUsage().system) / 1000;
+    const [oursBefore, machineBefore, streamStarted] = [await ours(), machineBusyMs(), performance.now()];
     const stream = await streamRuns(a, b);
+    const streamWallMs = performance.now() - streamStarted;
+    const streamOtherCpu = Math.max(0, ((machineBusyMs() - machineBefore - (await ours() - oursBefore)) / streamWallMs) * 100);
+    console.log(`  ${fixed(streamWallMs / 1000, 1)} s; other cpu% meanwhile ${fixed(streamOtherCpu, 0)}`);
     console.log('');
 
     const of = (setup: 'A' | 'B') => runs.filter((run) => run.setup === setup);
@@ -527,6 +549,10 @@ async function main(): Promise<void> {
     ], new Set([1])).replace(/^/gm, '  '));
     const problems = sa.errors + sa.non2xx + sb.errors + sb.non2xx + stream.failures.a + stream.failures.b;
     if (problems > 0) console.log(`  note: ${problems} errors / non-2xx / failed streams in the runs above; the figures are suspect`);
+    const busiest = Math.max(streamOtherCpu, ...runs.map((run) => run.otherCpu));
+    if (busiest > NOISY_OTHER_CPU) {
+      console.log(`  note: other processes used up to ${fixed(busiest, 0)}% CPU (of ${os.availableParallelism() * 100}) during the measurements; the figures are noisy, rerun on a quiet machine`);
+    }
   } finally {
     // Servers first (they hold pooled sockets to the upstream), then the upstream.
     for (const child of children.slice(1).reverse()) await child.close();

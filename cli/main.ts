@@ -3,7 +3,9 @@ import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { createClassifier, CorpusLineSchema, evaluate, type Classifier, type CorpusLine, type EngineName } from '../src/index.js';
 import { explainDecision, formatReport } from './format.js';
-import { buildSnapshot, startGateway } from '../middleware/gateway.js';
+import { pino } from 'pino';
+import { startGateway } from '../middleware/gateway.js';
+import { buildSnapshot } from '../middleware/snapshot.js';
 import { loadConfig } from '../middleware/config.js';
 import { readDataFile } from '../middleware/files.js';
 import { readStdin } from './read.js';
@@ -133,16 +135,29 @@ async function checkCommand(values: { config?: string | undefined; rules?: strin
 }
 
 async function serveCommand(values: { config?: string | undefined }): Promise<number> {
-  const gateway = await startGateway({ configFile: configFile(values), env: process.env });
-  const log = (message: string, fields: object = {}) => process.stdout.write(`${JSON.stringify({ time: new Date().toISOString(), msg: message, ...fields })}\n`);
-  if (gateway.echo) log('no UPSTREAM_URL set: started the built-in echo upstream, which answers with the route taken', { upstream: gateway.upstreamUrl });
-  log('task-router listening', { url: gateway.url, upstream: gateway.upstreamUrl, hardRouting: gateway.snapshot().hardRouting, configHash: gateway.snapshot().configHash });
-  await new Promise<void>((resolve) => {
-    const stop = () => resolve();
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
+  const log = pino({ base: null });
+  const gateway = await startGateway({
+    configFile: configFile(values),
+    env: process.env,
+    events: {
+      reloaded: (result, trigger) => (result.ok
+        ? log.info({ trigger, configHash: result.configHash, hardRouting: result.hardRouting, restartRequired: result.restartRequired }, 'config reloaded')
+        : log.warn({ trigger, errors: result.errors }, 'config reload rejected; the previous configuration keeps serving')),
+      flagChanged: (hardRouting, source) => log.info({ hardRouting, source }, 'hard routing flag set'),
+    },
   });
+  const snapshot = gateway.runtime.snapshot();
+  if (gateway.echo) log.info({ upstream: gateway.upstreamUrl }, 'no UPSTREAM_URL set: started the built-in echo upstream, which answers with the route taken');
+  log.info({ url: gateway.url, upstream: gateway.upstreamUrl, hardRouting: snapshot.hardRouting, configHash: snapshot.configHash, admin: process.env.ADMIN_TOKEN ? (gateway.adminUrl ?? gateway.url) : 'off (set ADMIN_TOKEN)' }, 'task-router listening');
+  const reload = () => void gateway.runtime.reload('SIGHUP');
+  process.on('SIGHUP', reload);
+  await new Promise<void>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
+  process.off('SIGHUP', reload);
   await gateway.close();
+  log.info('task-router stopped');
   return 0;
 }
 

@@ -40,6 +40,22 @@ export const ConfigSchema = z
       .prefault({}),
     rules: z.string().min(1).default('./rules.json'),
     prompts: z.string().min(1).default('../prompts'),
+    reload: z
+      .object({
+        /** Reload when the config file, the rule set or a prompt file changes on disk. */
+        watch: z.boolean().default(true),
+        debounceMs: z.number().int().min(0).max(60_000).default(200),
+      })
+      .strict()
+      .prefault({}),
+    admin: z
+      .object({
+        /** Serve the admin API on its own address; null keeps it on the gateway's. It is on only when ADMIN_TOKEN is set. */
+        host: z.string().min(1).nullable().default(null),
+        port: z.number().int().min(0).max(65535).nullable().default(null),
+      })
+      .strict()
+      .prefault({}),
   })
   .strict();
 
@@ -86,6 +102,7 @@ function applyEnv(raw: unknown, env: NodeJS.ProcessEnv, issues: string[]): unkno
 
 /** Reads, overlays the environment on and validates a configuration file; throws ConfigError naming every bad field. */
 export async function loadConfig(file: string = DEFAULT_CONFIG_FILE, env: NodeJS.ProcessEnv = {}): Promise<LoadedConfig> {
+  file = resolve(file);
   let raw: unknown;
   try {
     raw = (await readDataFile(file)) ?? {};

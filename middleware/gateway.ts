@@ -1,35 +1,23 @@
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
-import express, { type Express, type Request, type Response } from 'express';
-import { createClassifier, formatForPath } from '../src/index.js';
-import { fingerprint, loadConfig, type GatewayConfig, type LoadedConfig } from './config.js';
+import express, { type Express, type Request, type Response, type Router } from 'express';
+import { formatForPath } from '../src/index.js';
+import { adminRouter } from './admin.js';
 import { startEchoUpstream, type EchoUpstream } from './echo-upstream.js';
-import { readDataFile } from './files.js';
 import { bodyErrors, jsonBody } from './json-body.js';
-import { loadPrompts } from './prompts.js';
 import { createUpstreamProxy, type UpstreamHooks } from './proxy.js';
-import { dropClientDecisionHeaders, taskRouter, type RoutingHooks, type RoutingSnapshot } from './task-router.js';
+import { RoutingRuntime, type RuntimeEvents } from './runtime.js';
 
-/** Reads the rule set and prompts a configuration names and compiles them into a routing snapshot. */
-export async function buildSnapshot(loaded: LoadedConfig): Promise<RoutingSnapshot> {
-  const { config } = loaded;
-  const [rules, prompts] = await Promise.all([readDataFile(loaded.rulesFile), loadPrompts(loaded.promptsDir)]);
-  const classifier = createClassifier({ rules, engine: config.routing.engine, scanBudget: config.routing.scanBudget, now: () => performance.now() });
-  return {
-    classifier,
-    prompts,
-    strategy: config.routing.strategy,
-    hardRouting: config.routing.hard,
-    allowOverride: config.routing.overrides,
-    configHash: fingerprint(config, rules, prompts),
-  };
-}
+export { buildSnapshot } from './snapshot.js';
+import { dropClientDecisionHeaders, taskRouter, type RoutingHooks, type RoutingSnapshot } from './task-router.js';
 
 export interface GatewayAppOptions {
   readonly snapshot: () => RoutingSnapshot;
   readonly upstream: { readonly url: string; readonly timeoutMs: number; readonly maxSockets: number };
   readonly bodyBytes: number;
   readonly hooks?: RoutingHooks & UpstreamHooks;
+  /** Routes served before the proxy, e.g. the admin API. */
+  readonly extraRoutes?: readonly Router[];
 }
 
 /**
@@ -46,6 +34,12 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Express; cl
     res.json({ status: 'ok', hardRouting: snapshot.hardRouting, configHash: snapshot.configHash });
   });
 
+  for (const routes of options.extraRoutes ?? []) app.use(routes);
+  // Our own paths never go upstream, whether the admin API is on here, elsewhere, or off.
+  app.use('/admin', (_req: Request, res: Response) => {
+    res.status(404).json({ error: { message: 'the admin API is not served here: set ADMIN_TOKEN to turn it on (admin.host/admin.port move it to its own address)', type: 'invalid_request_error' } });
+  });
+
   const chat = express.Router();
   chat.use(jsonBody(options.bodyBytes), bodyErrors, taskRouter({ snapshot: options.snapshot, ...(options.hooks ? { hooks: options.hooks } : {}) }));
   app.use((req, res, next) => {
@@ -59,49 +53,76 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Express; cl
 
 export interface RunningGateway {
   readonly url: string;
+  /** The admin API's own address when it listens apart from the gateway. */
+  readonly adminUrl: string | null;
   readonly upstreamUrl: string;
   /** Whether the built-in echo upstream is serving, because no upstream URL was configured. */
   readonly echo: boolean;
-  readonly config: GatewayConfig;
-  readonly snapshot: () => RoutingSnapshot;
+  readonly runtime: RoutingRuntime;
   close(): Promise<void>;
 }
 
 export interface StartOptions {
-  readonly configFile?: string;
+  readonly configFile?: string | undefined;
   readonly env?: NodeJS.ProcessEnv;
   readonly hooks?: RoutingHooks & UpstreamHooks;
+  readonly events?: RuntimeEvents;
 }
 
-/** Loads the configuration, starts the echo upstream when no upstream is set, and listens. */
+function listen(app: Express, port: number, host: string): Promise<Server> {
+  return new Promise((resolve, reject) => {
+    const server = app.listen(port, host, () => resolve(server));
+    server.once('error', reject);
+  });
+}
+
+function closeServer(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    server.closeAllConnections();
+    server.close(() => resolve());
+  });
+}
+
+/**
+ * Loads the configuration, starts the echo upstream when no upstream is set, and listens. The admin API
+ * is on only when ADMIN_TOKEN is set, on the gateway's address or on admin.host/admin.port.
+ */
 export async function startGateway(options: StartOptions = {}): Promise<RunningGateway> {
-  const loaded = await loadConfig(options.configFile, options.env ?? {});
-  const snapshot = await buildSnapshot(loaded);
-  const { config } = loaded;
+  const env = options.env ?? {};
+  const runtime = await RoutingRuntime.start(options.configFile, env, options.events);
+  const { config } = runtime;
   let echo: EchoUpstream | null = null;
   const upstreamUrl = config.upstream.url ?? (echo = await startEchoUpstream(config.server.host)).url;
+  const token = env.ADMIN_TOKEN?.trim() || null;
+  const admin = token ? adminRouter(runtime, token) : null;
+  const separateAdmin = admin !== null && (config.admin.host !== null || config.admin.port !== null);
   const gateway = createGatewayApp({
-    snapshot: () => snapshot,
+    snapshot: runtime.snapshot,
     upstream: { url: upstreamUrl, timeoutMs: config.upstream.timeoutMs, maxSockets: config.upstream.maxSockets },
     bodyBytes: config.limits.bodyBytes,
     ...(options.hooks ? { hooks: options.hooks } : {}),
+    ...(admin && !separateAdmin ? { extraRoutes: [admin] } : {}),
   });
-  const server: Server = await new Promise((resolve, reject) => {
-    const listening = gateway.app.listen(config.server.port, config.server.host, () => resolve(listening));
-    listening.once('error', reject);
-  });
+  const server = await listen(gateway.app, config.server.port, config.server.host);
+  let adminServer: Server | null = null;
+  if (admin && separateAdmin) {
+    const adminApp = express();
+    adminApp.disable('x-powered-by');
+    adminApp.use(admin);
+    adminServer = await listen(adminApp, config.admin.port ?? 0, config.admin.host ?? config.server.host);
+  }
+  if (config.reload.watch) runtime.watch();
   const address = server.address() as AddressInfo;
+  const adminAddress = adminServer?.address() as AddressInfo | undefined;
   return {
     url: `http://${config.server.host}:${address.port}`,
+    adminUrl: adminAddress ? `http://${config.admin.host ?? config.server.host}:${adminAddress.port}` : null,
     upstreamUrl,
     echo: echo !== null,
-    config,
-    snapshot: () => snapshot,
+    runtime,
     close: async () => {
-      await new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      });
+      runtime.unwatch();
+      await Promise.all([closeServer(server), adminServer ? closeServer(adminServer) : undefined]);
       gateway.close();
       await echo?.close();
     },

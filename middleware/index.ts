@@ -6,6 +6,9 @@ export { taskRouter, decisionHeaders, HEADER, type RoutedDecision, type RoutingH
 export { jsonBody, bodyErrors } from './json-body.js';
 export { loadPrompts, DEFAULT_PROMPTS_DIR } from './prompts.js';
 export { loadConfig, ConfigSchema, ConfigError, DEFAULT_CONFIG_FILE, type GatewayConfig } from './config.js';
-export { createGatewayApp, startGateway, buildSnapshot, type RunningGateway } from './gateway.js';
-export { createUpstreamProxy } from './proxy.js';
+export { createGatewayApp, startGateway, type RunningGateway } from './gateway.js';
+export { buildSnapshot } from './snapshot.js';
+export { RoutingRuntime, type ReloadResult } from './runtime.js';
+export { adminRouter } from './admin.js';
+export { createUpstreamProxy, restreamBody } from './proxy.js';
 export { startEchoUpstream } from './echo-upstream.js';

@@ -7,6 +7,24 @@ import { sendError } from './errors.js';
 import { rawBodyOf } from './json-body.js';
 import { decisionHeaders, routingOf } from './task-router.js';
 
+/**
+ * A `proxyReq` handler for http-proxy-middleware behind `jsonBody`: the body was consumed by parsing, so
+ * it is sent again in full, with its true length and no chunked transfer encoding (an upstream answers
+ * a request carrying both with 400), the rewritten JSON if taskRouter changed it, else the original bytes.
+ */
+export function restreamBody(proxyReq: http.ClientRequest, req: Request): void {
+  const raw = rawBodyOf(req);
+  if (raw === undefined) return;
+  proxyReq.removeHeader('transfer-encoding');
+  proxyReq.removeHeader('content-encoding');
+  if (routingOf(req)?.rewritten) {
+    fixRequestBody(proxyReq, req);
+  } else {
+    proxyReq.setHeader('content-length', raw.length);
+    proxyReq.write(raw);
+  }
+}
+
 export interface UpstreamOptions {
   readonly url: string;
   /** Time allowed for response headers before the client gets a 504. */
@@ -45,19 +63,7 @@ export function createUpstreamProxy(options: UpstreamOptions, hooks: UpstreamHoo
     ejectPlugins: true,
     plugins: [(proxyServer) => {
       proxyServer.on('proxyReq', (proxyReq, req, res) => {
-        const routing = routingOf(req);
-        const raw = rawBodyOf(req);
-        if (raw !== undefined) {
-          // The body was parsed here, so it is sent again in full: a fixed length, no chunking, decoded.
-          proxyReq.removeHeader('transfer-encoding');
-          proxyReq.removeHeader('content-encoding');
-          if (routing?.rewritten) {
-            fixRequestBody(proxyReq, req);
-          } else {
-            proxyReq.setHeader('content-length', raw.length);
-            proxyReq.write(raw);
-          }
-        }
+        restreamBody(proxyReq, req);
         const timer = setTimeout(() => {
           timedOut.add(req);
           proxyReq.destroy(new Error(`no response headers from the upstream within ${options.timeoutMs} ms`));

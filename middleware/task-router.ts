@@ -208,7 +208,9 @@ export function taskRouter(options: TaskRouterOptions = {}): RequestHandler {
       safely(() => hooks.fallback?.(stage, error, format.name, req));
       decision = null;
       try {
-        req.body = format.withSystemPrompt(body as JsonObject, snapshot.prompts.softRouter, snapshot.strategy, ownPrompts(snapshot.prompts));
+        // The fallback leans on as little as possible: the soft-router prompt and nothing else of ours.
+        const softRouter = snapshot.prompts.softRouter;
+        req.body = format.withSystemPrompt(body as JsonObject, softRouter, snapshot.strategy, [softRouter]);
       } catch (softError) {
         req.body = body;
         safely(() => hooks.fallback?.('rewrite', softError, format.name, req));

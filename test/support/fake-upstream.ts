@@ -356,10 +356,12 @@ export function replyRaw(status: number, body: string | Buffer, headers: Record<
 }
 
 export interface SseOptions {
-  /** Delay between events, in ms (also before the first event after the headers). */
+  /** Delay between events, in ms (also before the first event after the headers, and before a cut). */
   delayMs?: number;
-  /** Write the headers and this many events, then reset the connection. */
+  /** Write the headers and this many events, then reset the connection (TCP RST). */
   resetAfter?: number;
+  /** Write the headers and this many events, then close the connection (FIN) without finishing the response. */
+  closeAfter?: number;
   /** Write every event and then never end the response. */
   neverEnd?: boolean;
   status?: number;
@@ -371,18 +373,20 @@ export function replySse(events: readonly string[], options: SseOptions = {}): B
   return async (req, res) => {
     res.writeHead(options.status ?? 200, { ...SSE_HEADERS, ...options.headers });
     res.flushHeaders();
+    const cutAfter = options.resetAfter ?? options.closeAfter;
+    const cut = () => {
+      if (options.resetAfter !== undefined) resetSocket(req.socket);
+      else req.socket.destroy();
+    };
     for (const [index, data] of events.entries()) {
-      if (options.resetAfter !== undefined && index >= options.resetAfter) {
-        resetSocket(req.socket);
-        return;
-      }
       if (options.delayMs) await sleep(options.delayMs);
       if (res.destroyed || req.socketClosed()) return;
+      if (cutAfter !== undefined && index >= cutAfter) return cut();
       writeStamped(req, res, data);
     }
-    if (options.resetAfter !== undefined) {
-      resetSocket(req.socket);
-      return;
+    if (cutAfter !== undefined) {
+      if (options.delayMs) await sleep(options.delayMs);
+      return cut();
     }
     if (!options.neverEnd) res.end();
   };

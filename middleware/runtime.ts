@@ -1,0 +1,129 @@
+import { watch, type FSWatcher } from 'node:fs';
+import { basename, dirname } from 'node:path';
+import { loadConfig, type GatewayConfig, type LoadedConfig } from './config.js';
+import { buildSnapshot } from './snapshot.js';
+import type { RoutingSnapshot } from './task-router.js';
+
+export type ReloadResult =
+  | { readonly ok: true; readonly configHash: string; readonly hardRouting: boolean; readonly restartRequired: readonly string[] }
+  | { readonly ok: false; readonly errors: readonly string[] };
+
+export type FlagSource = 'env' | 'config' | 'admin';
+
+export interface RuntimeEvents {
+  reloaded?(result: ReloadResult, trigger: string): void;
+  flagChanged?(hardRouting: boolean, source: FlagSource): void;
+}
+
+// Settings the running server was built with; a reload reports them rather than half-applying them.
+const RESTART_ONLY: readonly (keyof GatewayConfig)[] = ['server', 'upstream', 'limits', 'admin'];
+
+/**
+ * The gateway's routing state: one snapshot, swapped whole on reload or toggle, so a request reads one
+ * consistent config from start to end and in-flight requests are untouched. A reload that fails keeps
+ * the last good snapshot serving and says why.
+ */
+export class RoutingRuntime {
+  #snapshot: RoutingSnapshot;
+  #loaded: LoadedConfig;
+  #reloading: Promise<ReloadResult> | null = null;
+  #watchers: FSWatcher[] = [];
+  #timer: NodeJS.Timeout | null = null;
+
+  private constructor(loaded: LoadedConfig, snapshot: RoutingSnapshot, private readonly env: NodeJS.ProcessEnv, private readonly events: RuntimeEvents) {
+    this.#loaded = loaded;
+    this.#snapshot = snapshot;
+  }
+
+  /** Loads config, rules and prompts; environment variables win over the file at start. */
+  static async start(configFile: string | undefined, env: NodeJS.ProcessEnv = {}, events: RuntimeEvents = {}): Promise<RoutingRuntime> {
+    const loaded = await loadConfig(configFile, env);
+    return new RoutingRuntime(loaded, await buildSnapshot(loaded), env, events);
+  }
+
+  /** The snapshot to route the next request with. */
+  readonly snapshot = (): RoutingSnapshot => this.#snapshot;
+
+  get config(): GatewayConfig {
+    return this.#loaded.config;
+  }
+
+  get configFile(): string {
+    return this.#loaded.file;
+  }
+
+  setHardRouting(on: boolean, source: FlagSource): void {
+    if (this.#snapshot.hardRouting !== on) {
+      this.#snapshot = { ...this.#snapshot, hardRouting: on };
+    }
+    this.events.flagChanged?.(on, source);
+  }
+
+  /**
+   * Re-reads the config file, rule set and prompts. Only the environment's server settings apply again:
+   * ENABLE_HARD_ROUTING won at start, and afterwards the flag follows the file only when the file's own
+   * value changes, so an unrelated edit never undoes an admin toggle. Concurrent calls share one reload.
+   */
+  reload(trigger = 'api'): Promise<ReloadResult> {
+    this.#reloading ??= this.#reload(trigger).finally(() => {
+      this.#reloading = null;
+    });
+    return this.#reloading;
+  }
+
+  async #reload(trigger: string): Promise<ReloadResult> {
+    let result: ReloadResult;
+    try {
+      const { ENABLE_HARD_ROUTING: _startOnly, ...env } = this.env;
+      const loaded = await loadConfig(this.#loaded.file, env);
+      const next = await buildSnapshot(loaded);
+      const fileFlagChanged = loaded.config.routing.hard !== this.#loaded.config.routing.hard;
+      const hardRouting = fileFlagChanged ? loaded.config.routing.hard : this.#snapshot.hardRouting;
+      const restartRequired = RESTART_ONLY.filter((key) => JSON.stringify(loaded.config[key]) !== JSON.stringify(this.#loaded.config[key]));
+      this.#loaded = { ...loaded, config: { ...loaded.config, ...Object.fromEntries(RESTART_ONLY.map((key) => [key, this.#loaded.config[key]])) } };
+      this.#snapshot = { ...next, hardRouting };
+      if (fileFlagChanged) this.events.flagChanged?.(hardRouting, 'config');
+      result = { ok: true, configHash: next.configHash, hardRouting, restartRequired };
+    } catch (error) {
+      const errors = 'issues' in (error as object) ? [...(error as { issues: readonly string[] }).issues] : [(error as Error).message];
+      result = { ok: false, errors };
+    }
+    this.events.reloaded?.(result, trigger);
+    return result;
+  }
+
+  /** Reloads when the config file, the rule set or any prompt file changes; editors that replace files are covered. */
+  watch(debounceMs = this.#loaded.config.reload.debounceMs): void {
+    this.unwatch();
+    const targets = new Map<string, Set<string> | null>();
+    const add = (dir: string, name: string | null) => {
+      if (!targets.has(dir)) targets.set(dir, new Set());
+      const names = targets.get(dir);
+      if (name === null) targets.set(dir, null);
+      else names?.add(name);
+    };
+    add(dirname(this.#loaded.file), basename(this.#loaded.file));
+    add(dirname(this.#loaded.rulesFile), basename(this.#loaded.rulesFile));
+    add(this.#loaded.promptsDir, null);
+    for (const [dir, names] of targets) {
+      try {
+        const watcher = watch(dir, (_event, name) => {
+          if (names !== null && (name === null || !names.has(name.toString()))) return;
+          if (this.#timer) clearTimeout(this.#timer);
+          this.#timer = setTimeout(() => void this.reload('watch'), debounceMs);
+        });
+        watcher.on('error', () => watcher.close());
+        this.#watchers.push(watcher);
+      } catch {
+        // A folder that cannot be watched still reloads on SIGHUP and POST /admin/reload.
+      }
+    }
+  }
+
+  unwatch(): void {
+    for (const watcher of this.#watchers) watcher.close();
+    this.#watchers = [];
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = null;
+  }
+}

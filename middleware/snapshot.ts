@@ -1,0 +1,20 @@
+import { createClassifier } from '../src/index.js';
+import { fingerprint, type LoadedConfig } from './config.js';
+import { readDataFile } from './files.js';
+import { loadPrompts } from './prompts.js';
+import type { RoutingSnapshot } from './task-router.js';
+
+/** Reads the rule set and prompts a configuration names and compiles them into a routing snapshot. */
+export async function buildSnapshot(loaded: LoadedConfig): Promise<RoutingSnapshot> {
+  const { config } = loaded;
+  const [rules, prompts] = await Promise.all([readDataFile(loaded.rulesFile), loadPrompts(loaded.promptsDir)]);
+  const classifier = createClassifier({ rules, engine: config.routing.engine, scanBudget: config.routing.scanBudget, now: () => performance.now() });
+  return {
+    classifier,
+    prompts,
+    strategy: config.routing.strategy,
+    hardRouting: config.routing.hard,
+    allowOverride: config.routing.overrides,
+    configHash: fingerprint(config, rules, prompts),
+  };
+}

@@ -1,0 +1,260 @@
+/**
+ * Errors in the API's own shape (SPEC §4): malformed JSON 400, body over the limit 413, upstream down
+ * 502, upstream timeout 504; the upstream's own error statuses and bodies pass through unchanged; and
+ * the official SDKs surface each as an APIError with the right status.
+ */
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import Anthropic, { APIError as AnthropicAPIError } from '@anthropic-ai/sdk';
+import OpenAI, { APIError as OpenAIAPIError } from 'openai';
+import {
+  apiReply,
+  closedPort,
+  delayThen,
+  replyJson,
+  replyRaw,
+  resetBeforeHeaders,
+  startFakeUpstream,
+  startGatewayForTest,
+  type ApiName,
+  type FakeUpstream,
+  type TestGateway,
+} from '../support/fake-upstream.js';
+import { APIS, askWithSdk, bodyWithUserText, CHAT_PATH, postJson } from './clients.js';
+
+const ACTION = 'fix the failing test in src/app.ts';
+
+/** The error body shape each API's SDK expects, for a given gateway error kind. */
+function expectErrorShape(api: ApiName | null, body: any, kind: { openaiType: string; anthropicType: string; code: string }): void {
+  if (api === 'anthropic') {
+    expect(body).toEqual({ type: 'error', error: { type: kind.anthropicType, message: expect.any(String) } });
+    expect(body.error.message.length).toBeGreaterThan(0);
+  } else {
+    expect(body).toEqual({ error: { message: expect.any(String), type: kind.openaiType, param: null, code: kind.code } });
+    expect(body.error.message.length).toBeGreaterThan(0);
+  }
+}
+
+const INVALID = { openaiType: 'invalid_request_error', anthropicType: 'invalid_request_error', code: 'invalid_request' };
+const TOO_LARGE = { openaiType: 'invalid_request_error', anthropicType: 'request_too_large', code: 'too_large' };
+const UNREACHABLE = { openaiType: 'api_error', anthropicType: 'api_error', code: 'upstream_unreachable' };
+const TIMEOUT = { openaiType: 'api_error', anthropicType: 'timeout_error', code: 'upstream_timeout' };
+
+/** An SDK rejection carrying this status, of the SDK's own error class. */
+async function expectSdkStatus(api: ApiName, call: Promise<unknown>, status: number): Promise<unknown> {
+  const error = await call.then(
+    () => {
+      throw new Error(`expected the ${api} SDK to fail with ${status}`);
+    },
+    (caught: unknown) => caught,
+  );
+  expect(error).toBeInstanceOf(api === 'anthropic' ? AnthropicAPIError : OpenAIAPIError);
+  expect((error as { status?: number }).status).toBe(status);
+  return error;
+}
+
+describe('client errors', () => {
+  let upstream: FakeUpstream;
+  let gateway: TestGateway;
+  beforeAll(async () => {
+    upstream = await startFakeUpstream(apiReply('ok'));
+    gateway = await startGatewayForTest({ upstreamUrl: upstream.url, overrides: { bodyBytes: 4096 } });
+  });
+  afterAll(async () => {
+    await gateway?.close();
+    await upstream?.close();
+  });
+  beforeEach(() => upstream.reset());
+
+  it.each(APIS)('%s: malformed JSON → 400 in the API shape, nothing upstream', async (api) => {
+    const response = await postJson(gateway.url, CHAT_PATH[api], '{"model":"m","messages":[{"role":"user",');
+    expect(response.status).toBe(400);
+    expect(response.headers.get('content-type')).toMatch(/application\/json/);
+    const body = await response.json();
+    expectErrorShape(api, body, INVALID);
+    expect(JSON.stringify(body)).toMatch(/JSON/);
+    expect(upstream.requests).toHaveLength(0);
+  });
+
+  it.each(APIS)('%s: body over limits.bodyBytes → 413 in the API shape, nothing upstream', async (api) => {
+    const response = await postJson(gateway.url, CHAT_PATH[api], bodyWithUserText(api, `${ACTION} ${'x'.repeat(8 * 1024)}`));
+    expect(response.status).toBe(413);
+    expectErrorShape(api, await response.json(), TOO_LARGE);
+    expect(upstream.requests).toHaveLength(0);
+  });
+
+  it('a body just under the limit is accepted', async () => {
+    const body = bodyWithUserText('openai-chat', ACTION);
+    const response = await postJson(gateway.url, CHAT_PATH['openai-chat'], body);
+    expect(response.status).toBe(200);
+    await response.arrayBuffer();
+  });
+
+  it.each(APIS)('%s SDK: a body over the limit surfaces as a 413 error', async (api) => {
+    await expectSdkStatus(api, askWithSdk(api, gateway.url, `${ACTION} ${'y'.repeat(8 * 1024)}`, false), 413);
+    expect(upstream.requests).toHaveLength(0);
+  });
+
+  it.each(APIS)('%s SDK: a malformed body (corrupted on the wire) surfaces as a 400 error', async (api) => {
+    const corrupt = async (url: string | URL | Request, init?: RequestInit) => fetch(url, { ...init, body: '{"model": oops' });
+    const call = api === 'anthropic'
+      ? new Anthropic({ apiKey: 'k', authToken: null, baseURL: gateway.url, maxRetries: 0, fetch: corrupt }).messages.create({
+          model: 'c', max_tokens: 8, messages: [{ role: 'user', content: ACTION }],
+        })
+      : api === 'openai-chat'
+        ? new OpenAI({ apiKey: 'k', baseURL: `${gateway.url}/v1`, maxRetries: 0, fetch: corrupt }).chat.completions.create({
+            model: 'm', messages: [{ role: 'user', content: ACTION }],
+          })
+        : new OpenAI({ apiKey: 'k', baseURL: `${gateway.url}/v1`, maxRetries: 0, fetch: corrupt }).responses.create({ model: 'm', input: ACTION });
+    await expectSdkStatus(api, call, 400);
+  });
+});
+
+describe('upstream unreachable → 502', () => {
+  let gateway: TestGateway;
+  beforeAll(async () => {
+    gateway = await startGatewayForTest({ upstreamUrl: `http://127.0.0.1:${await closedPort()}` });
+  });
+  afterAll(async () => {
+    await gateway?.close();
+  });
+
+  it.each(APIS)('%s: fetch gets 502 in the API shape', async (api) => {
+    const response = await postJson(gateway.url, CHAT_PATH[api], bodyWithUserText(api, ACTION));
+    expect(response.status).toBe(502);
+    const body = await response.json();
+    expectErrorShape(api, body, UNREACHABLE);
+    expect(JSON.stringify(body)).toContain('ECONNREFUSED');
+  });
+
+  it.each(APIS)('%s SDK (stream and not): 502 error', async (api) => {
+    await expectSdkStatus(api, askWithSdk(api, gateway.url, ACTION, false), 502);
+    await expectSdkStatus(api, askWithSdk(api, gateway.url, ACTION, true), 502);
+  });
+
+  it('a non-chat path gets 502 in the OpenAI shape', async () => {
+    const response = await fetch(`${gateway.url}/v1/models`);
+    expect(response.status).toBe(502);
+    expectErrorShape(null, await response.json(), UNREACHABLE);
+  });
+});
+
+describe('upstream resets before headers → 502', () => {
+  let upstream: FakeUpstream;
+  let gateway: TestGateway;
+  beforeAll(async () => {
+    upstream = await startFakeUpstream(resetBeforeHeaders());
+    gateway = await startGatewayForTest({ upstreamUrl: upstream.url });
+  });
+  afterAll(async () => {
+    await gateway?.close();
+    await upstream?.close();
+  });
+
+  it.each(APIS)('%s', async (api) => {
+    const response = await postJson(gateway.url, CHAT_PATH[api], bodyWithUserText(api, ACTION, { stream: true }));
+    expect(response.status).toBe(502);
+    expectErrorShape(api, await response.json(), UNREACHABLE);
+    await expectSdkStatus(api, askWithSdk(api, gateway.url, ACTION, false), 502);
+  });
+});
+
+describe('upstream slower than timeoutMs → 504', () => {
+  let upstream: FakeUpstream;
+  let gateway: TestGateway;
+  const timeoutMs = 300;
+  beforeAll(async () => {
+    upstream = await startFakeUpstream(delayThen(2_000, apiReply('too late')));
+    gateway = await startGatewayForTest({ upstreamUrl: upstream.url, overrides: { timeoutMs } });
+  });
+  afterAll(async () => {
+    await gateway?.close();
+    await upstream?.close();
+  });
+  beforeEach(() => upstream.reset());
+
+  it.each(APIS)('%s: 504 in the API shape, and the upstream request is closed', async (api) => {
+    const started = performance.now();
+    const response = await postJson(gateway.url, CHAT_PATH[api], bodyWithUserText(api, ACTION));
+    const elapsed = performance.now() - started;
+    expect(response.status).toBe(504);
+    expectErrorShape(api, await response.json(), TIMEOUT);
+    // Answered on the timeout, not when the upstream finally answered.
+    expect(elapsed).toBeGreaterThanOrEqual(timeoutMs - 20);
+    expect(elapsed).toBeLessThan(1_500);
+    const seen = upstream.last();
+    await expect(Promise.race([seen.closed.then(() => 'closed'), new Promise((r) => setTimeout(() => r('open'), 1_000))])).resolves.toBe('closed');
+  });
+
+  it.each(APIS)('%s SDK (stream and not): 504 error', async (api) => {
+    await expectSdkStatus(api, askWithSdk(api, gateway.url, ACTION, false), 504);
+    await expectSdkStatus(api, askWithSdk(api, gateway.url, ACTION, true), 504);
+  });
+
+  it('an upstream that answers within the timeout is not cut', async () => {
+    upstream.respondOnce(delayThen(100, apiReply('in time')));
+    const result = await askWithSdk('openai-chat', gateway.url, ACTION, false);
+    expect(result.text).toBe('in time');
+  });
+
+  it('the timeout covers headers only: a slow stream after quick headers is not cut', async () => {
+    upstream.respondOnce(apiReply('slow but steady stream', { delayMs: 150 }));
+    const result = await askWithSdk('anthropic', gateway.url, ACTION, true);
+    expect(result.text).toBe('slow but steady stream');
+  });
+});
+
+describe('upstream error statuses pass through unchanged', () => {
+  let upstream: FakeUpstream;
+  let gateway: TestGateway;
+  beforeAll(async () => {
+    upstream = await startFakeUpstream();
+    gateway = await startGatewayForTest({ upstreamUrl: upstream.url });
+  });
+  afterAll(async () => {
+    await gateway?.close();
+    await upstream?.close();
+  });
+  afterEach(() => upstream.reset());
+
+  const openai500 = { error: { message: 'The server had an error while processing your request.', type: 'server_error', param: null, code: null } };
+  const anthropic529 = { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } };
+  const openai429 = { error: { message: 'Rate limit reached for requests', type: 'requests', param: null, code: 'rate_limit_exceeded' } };
+  const anthropic429 = { type: 'error', error: { type: 'rate_limit_error', message: 'Number of request tokens has exceeded your per-minute rate limit' } };
+
+  it.each(APIS)('%s: 500 / 529 with the body byte for byte, decision headers still there', async (api) => {
+    const raw = JSON.stringify(api === 'anthropic' ? anthropic529 : openai500, null, 1);
+    const status = api === 'anthropic' ? 529 : 500;
+    upstream.respond(replyRaw(status, raw, { 'content-type': 'application/json', 'x-request-id': 'req_err' }));
+    const response = await postJson(gateway.url, CHAT_PATH[api], bodyWithUserText(api, ACTION));
+    expect(response.status).toBe(status);
+    expect(await response.text()).toBe(raw);
+    expect(response.headers.get('x-request-id')).toBe('req_err');
+    expect(response.headers.get('x-task-router-mode')).toBe('ACTION');
+  });
+
+  it.each(APIS)('%s: 429 with retry-after and rate-limit headers unchanged', async (api) => {
+    const raw = JSON.stringify(api === 'anthropic' ? anthropic429 : openai429);
+    const limitHeaders = api === 'anthropic'
+      ? { 'anthropic-ratelimit-requests-remaining': '0', 'anthropic-ratelimit-requests-reset': '2030-01-01T00:00:00Z' }
+      : { 'x-ratelimit-remaining-requests': '0', 'x-ratelimit-reset-requests': '1s' };
+    upstream.respond(replyRaw(429, raw, { 'content-type': 'application/json', 'retry-after': '17', ...limitHeaders }));
+    const response = await postJson(gateway.url, CHAT_PATH[api], bodyWithUserText(api, ACTION, { stream: true }));
+    expect(response.status).toBe(429);
+    expect(response.headers.get('retry-after')).toBe('17');
+    for (const [name, value] of Object.entries(limitHeaders)) expect(response.headers.get(name)).toBe(value);
+    expect(await response.text()).toBe(raw);
+  });
+
+  it.each(APIS)('%s SDK: 500 and 429 surface with status, upstream message and retry-after', async (api) => {
+    upstream.respond(replyJson(500, api === 'anthropic' ? { type: 'error', error: { type: 'api_error', message: 'Internal server error' } } : openai500));
+    const serverError = await expectSdkStatus(api, askWithSdk(api, gateway.url, ACTION, false), 500);
+    expect(String((serverError as Error).message)).toMatch(api === 'anthropic' ? /Internal server error/ : /The server had an error/);
+
+    upstream.respond(replyJson(429, api === 'anthropic' ? anthropic429 : openai429, { 'retry-after': '17' }));
+    const limited = await expectSdkStatus(api, askWithSdk(api, gateway.url, ACTION, true), 429);
+    expect((limited as { headers?: Headers }).headers?.get('retry-after')).toBe('17');
+    expect(String((limited as Error).message)).toMatch(/rate limit/i);
+    // maxRetries: 0, so each call reached the upstream exactly once.
+    expect(upstream.requests).toHaveLength(2);
+  });
+});

@@ -1,0 +1,118 @@
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createGatewayApp } from '../../middleware/gateway.js';
+import { startEchoUpstream, type EchoUpstream } from '../../middleware/echo-upstream.js';
+import { loadPrompts } from '../../middleware/prompts.js';
+import type { RoutingSnapshot } from '../../middleware/task-router.js';
+import { createClassifier, type PromptSet } from '../../src/index.js';
+
+let upstream: EchoUpstream;
+let prompts: PromptSet;
+
+beforeAll(async () => {
+  upstream = await startEchoUpstream();
+  prompts = await loadPrompts();
+});
+afterAll(() => upstream.close());
+
+/** Prompts whose named roles throw when read: the rewrite fails exactly there. */
+function promptsFailingOn(...roles: (keyof PromptSet)[]): PromptSet {
+  return new Proxy(prompts, {
+    get(target, key: string) {
+      if ((roles as string[]).includes(key)) throw new Error(`injected failure reading the ${key} prompt`);
+      return target[key as keyof PromptSet];
+    },
+  });
+}
+
+async function serve(snapshot: RoutingSnapshot, fallbacks: string[]): Promise<{ url: string; close(): Promise<void> }> {
+  const gateway = createGatewayApp({
+    snapshot: () => snapshot,
+    upstream: { url: upstream.url, timeoutMs: 5000, maxSockets: 8 },
+    bodyBytes: 1024 * 1024,
+    hooks: { fallback: (stage, error) => fallbacks.push(`${stage}: ${(error as Error).message}`) },
+  });
+  const server: Server = await new Promise((resolve) => {
+    const listening = gateway.app.listen(0, '127.0.0.1', () => resolve(listening));
+  });
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => new Promise((resolve) => {
+      gateway.close();
+      server.closeAllConnections();
+      server.close(() => resolve());
+    }),
+  };
+}
+
+const base = (): RoutingSnapshot => ({
+  classifier: createClassifier(),
+  prompts,
+  strategy: 'replace',
+  hardRouting: true,
+  allowOverride: true,
+  configHash: 'test',
+});
+
+async function send(url: string) {
+  const res = await fetch(`${url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'm', messages: [{ role: 'system', content: 'client prompt' }, { role: 'user', content: 'deploy the api' }] }),
+  });
+  const body = (await res.json()) as { choices: { message: { content: string } }[] };
+  return { status: res.status, mode: res.headers.get('x-task-router-mode'), reply: body.choices[0]?.message.content ?? '' };
+}
+
+describe('never failing a request on our own error', () => {
+  it('a classifier that throws: the soft-router prompt goes in, the fallback is reported', async () => {
+    const fallbacks: string[] = [];
+    const classifier = { ...createClassifier(), classify: () => { throw new Error('injected classifier failure'); } };
+    const gateway = await serve({ ...base(), classifier }, fallbacks);
+    const res = await send(gateway.url);
+    await gateway.close();
+    expect(res.status).toBe(200);
+    expect(res.mode).toBeNull();
+    expect(res.reply).toContain('# Self-routing rules');
+    expect(fallbacks).toEqual(['classify: injected classifier failure']);
+  });
+
+  it('a rewrite that throws: the soft-router prompt goes in, the fallback is reported', async () => {
+    const fallbacks: string[] = [];
+    const gateway = await serve({ ...base(), prompts: promptsFailingOn('action') }, fallbacks);
+    const res = await send(gateway.url);
+    await gateway.close();
+    expect(res.status).toBe(200);
+    expect(res.reply).toContain('# Self-routing rules');
+    expect(fallbacks).toEqual(['rewrite: injected failure reading the action prompt']);
+  });
+
+  it('when the soft fallback fails too, the request goes upstream as it came', async () => {
+    const fallbacks: string[] = [];
+    const gateway = await serve({ ...base(), prompts: promptsFailingOn('action', 'softRouter') }, fallbacks);
+    const res = await send(gateway.url);
+    await gateway.close();
+    expect(res.status).toBe(200);
+    expect(res.reply).toContain('system prompt: client prompt');
+    expect(fallbacks).toEqual(['rewrite: injected failure reading the action prompt', 'rewrite: injected failure reading the softRouter prompt']);
+  });
+
+  it('an observer that throws changes nothing', async () => {
+    const gateway = createGatewayApp({
+      snapshot: base,
+      upstream: { url: upstream.url, timeoutMs: 5000, maxSockets: 8 },
+      bodyBytes: 1024 * 1024,
+      hooks: { decision: () => { throw new Error('observer bug'); } },
+    });
+    const server: Server = await new Promise((resolve) => {
+      const listening = gateway.app.listen(0, '127.0.0.1', () => resolve(listening));
+    });
+    const res = await send(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+    gateway.close();
+    server.closeAllConnections();
+    server.close();
+    expect(res).toMatchObject({ status: 200, mode: 'ACTION' });
+    expect(res.reply).toContain('# Swarm orchestrator');
+  });
+});

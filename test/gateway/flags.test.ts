@@ -1,0 +1,257 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startGateway, type RunningGateway } from '../../middleware/gateway.js';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const TOKEN = 'admin-token-for-tests';
+const ACTION_BODY = JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'fix the failing tests in src/app.ts' }] });
+
+let dir: string;
+let gateway: RunningGateway | null = null;
+let child: ChildProcess | null = null;
+
+/** A config file like the shipped one, with absolute rule and prompt paths and the given changes. */
+async function writeConfig(name: string, changes: { hard?: boolean; watch?: boolean; port?: number; overrides?: boolean; extra?: string } = {}): Promise<string> {
+  const text = (await readFile(join(ROOT, 'config/default.yaml'), 'utf8'))
+    .replace('rules: ./rules.json', `rules: ${join(ROOT, 'config/rules.json')}`)
+    .replace('prompts: ../prompts', `prompts: ${join(ROOT, 'prompts')}`)
+    .replace('port: 8080', `port: ${changes.port ?? 0}`)
+    .replace('hard: true', `hard: ${changes.hard ?? true}`)
+    .replace('overrides: true', `overrides: ${changes.overrides ?? true}`);
+  const file = join(dir, name);
+  await writeFile(file, `${text}\nreload:\n  watch: ${changes.watch ?? true}\n  debounceMs: 50\n${changes.extra ?? ''}`);
+  return file;
+}
+
+async function setHardInFile(file: string, hard: boolean): Promise<void> {
+  const text = await readFile(file, 'utf8');
+  await writeFile(file, text.replace(/hard: (true|false)/, `hard: ${hard}`));
+}
+
+async function chat(url: string, headers: Record<string, string> = {}): Promise<{ status: number; routing: string | null; mode: string | null; step: string | null; body: string }> {
+  const res = await fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: ACTION_BODY });
+  return { status: res.status, routing: res.headers.get('x-task-router-routing'), mode: res.headers.get('x-task-router-mode'), step: res.headers.get('x-task-router-step'), body: await res.text() };
+}
+
+async function until(check: () => Promise<boolean>, what: string, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+const hardRoutingOf = async (url: string) => ((await (await fetch(`${url}/healthz`)).json()) as { hardRouting: boolean }).hardRouting;
+
+/**
+ * Runs `workers` request loops against the gateway while `flip` runs; every request records when it
+ * started, so requests that started after the flip completed can be checked against the new mode.
+ */
+async function underLoad(url: string, flip: () => Promise<void>, expectAfter: 'hard' | 'soft'): Promise<void> {
+  const results: { started: number; status: number; routing: string | null }[] = [];
+  let stop = false;
+  const worker = async () => {
+    for (let sent = 0; !stop && sent < 400; sent += 1) {
+      const started = performance.now();
+      const { status, routing } = await chat(url);
+      results.push({ started, status, routing });
+    }
+  };
+  const workers = Array.from({ length: 6 }, worker);
+  await new Promise((r) => setTimeout(r, 100));
+  await flip();
+  const flipped = performance.now();
+  await new Promise((r) => setTimeout(r, 150));
+  stop = true;
+  await Promise.all(workers);
+  expect(results.length).toBeGreaterThan(20);
+  expect(results.filter((r) => r.status !== 200)).toEqual([]);
+  const after = results.filter((r) => r.started > flipped);
+  expect(after.length).toBeGreaterThan(0);
+  expect(after.filter((r) => r.routing !== expectAfter)).toEqual([]);
+}
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'task-router-flags-'));
+  return () => rm(dir, { recursive: true, force: true });
+});
+
+afterEach(async () => {
+  await gateway?.close();
+  gateway = null;
+  if (child && child.exitCode === null) {
+    const exited = new Promise((r) => child?.once('exit', r));
+    child.kill('SIGTERM');
+    await exited;
+  }
+  child = null;
+});
+
+describe('ENABLE_HARD_ROUTING', () => {
+  it('defaults to hard routing and swaps the route prompt in', async () => {
+    gateway = await startGateway({ configFile: await writeConfig('default.yaml') });
+    const res = await chat(gateway.url);
+    expect(res).toMatchObject({ status: 200, routing: 'hard', mode: 'ACTION' });
+    expect(res.body).toContain('# Swarm orchestrator');
+  });
+
+  it('false at start falls back to soft routing, still classifying in shadow', async () => {
+    gateway = await startGateway({ configFile: await writeConfig('soft.yaml'), env: { ENABLE_HARD_ROUTING: 'false' } });
+    const res = await chat(gateway.url);
+    expect(res).toMatchObject({ status: 200, routing: 'soft', mode: 'ACTION' });
+    expect(res.body).toContain('route soft_router');
+    expect(res.body).toContain('# Self-routing rules');
+  });
+
+  it('wins over the file at start', async () => {
+    gateway = await startGateway({ configFile: await writeConfig('file-soft.yaml', { hard: false }), env: { ENABLE_HARD_ROUTING: 'true' } });
+    expect((await chat(gateway.url)).routing).toBe('hard');
+  });
+
+  it('rejects a value that is not a boolean, naming the variable', async () => {
+    await expect(startGateway({ configFile: await writeConfig('bad-env.yaml'), env: { ENABLE_HARD_ROUTING: 'maybe' } })).rejects.toThrow(/ENABLE_HARD_ROUTING: expected true or false, got "maybe"/);
+  });
+});
+
+describe('toggling at run time under load', () => {
+  it('the admin API flips both ways; no request fails and every later request follows the new mode', async () => {
+    gateway = await startGateway({ configFile: await writeConfig('admin.yaml', { watch: false }), env: { ADMIN_TOKEN: TOKEN } });
+    const url = gateway.url;
+    const flag = (hardRouting: boolean) => async () => {
+      const res = await fetch(`${url}/admin/flags`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` }, body: JSON.stringify({ hardRouting }) });
+      expect(res.status).toBe(200);
+      expect(await res.json()).toMatchObject({ hardRouting });
+    };
+    await underLoad(url, flag(false), 'soft');
+    await underLoad(url, flag(true), 'hard');
+  });
+
+  it('editing the watched config file flips both ways', async () => {
+    const file = await writeConfig('watched.yaml');
+    gateway = await startGateway({ configFile: file });
+    const url = gateway.url;
+    const flip = (hard: boolean) => async () => {
+      await setHardInFile(file, hard);
+      await until(async () => (await hardRoutingOf(url)) === hard, `the file watch to apply hard: ${hard}`);
+    };
+    await underLoad(url, flip(false), 'soft');
+    await underLoad(url, flip(true), 'hard');
+  });
+
+  it('SIGHUP reloads the file in the running CLI gateway, both ways', async () => {
+    const port = 20000 + Math.floor(Math.random() * 20000);
+    const file = await writeConfig('sighup.yaml', { watch: false, port });
+    child = spawn(process.execPath, [join(ROOT, 'dist/cli/main.js'), 'serve', '--config', file], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const url = `http://127.0.0.1:${port}`;
+    await until(async () => fetch(`${url}/healthz`).then(() => true, () => false), 'the CLI gateway to listen', 15_000);
+    const flip = (hard: boolean) => async () => {
+      await setHardInFile(file, hard);
+      child?.kill('SIGHUP');
+      await until(async () => (await hardRoutingOf(url)) === hard, `SIGHUP to apply hard: ${hard}`);
+    };
+    await underLoad(url, flip(false), 'soft');
+    await underLoad(url, flip(true), 'hard');
+  });
+});
+
+describe('reloads that fail keep the last good configuration', () => {
+  const breakages: [string, (text: string) => string, RegExp][] = [
+    ['bad YAML', (text) => `${text}\nrouting: [unclosed\n`, /not valid YAML/],
+    ['a field of the wrong type', (text) => text.replace('strategy: replace', 'strategy: sideways'), /routing\.strategy/],
+    ['a missing prompt folder', (text) => text.replace(/^prompts: .*/m, 'prompts: /nonexistent/prompts'), /prompt file .*answer\.md cannot be read/],
+    ['a rule set that does not compile', (text) => text.replace(/^rules: .*/m, `rules: ${join(dir, 'bad-rules.json')}`), /rule "broken\.lookahead".*does not compile/],
+  ];
+
+  it.each(breakages)('%s: POST /admin/reload answers 400 with the reason and routing goes on', async (_name, breakIt, reason) => {
+    const rules = JSON.parse(await readFile(join(ROOT, 'config/rules.json'), 'utf8')) as { rules: unknown[] };
+    rules.rules.push({ id: 'broken.lookahead', category: 'operation', pattern: '(?=x)' });
+    await writeFile(join(dir, 'bad-rules.json'), JSON.stringify(rules));
+    const file = await writeConfig(`reload-${_name.replaceAll(' ', '-')}.yaml`, { watch: false });
+    gateway = await startGateway({ configFile: file, env: { ADMIN_TOKEN: TOKEN } });
+    const before = await (await fetch(`${gateway.url}/healthz`)).json();
+
+    await writeFile(file, breakIt(await readFile(file, 'utf8')));
+    const res = await fetch(`${gateway.url}/admin/reload`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(res.status).toBe(400);
+    const body = (await res.json()) as { error: { message: string; details: string[] } };
+    expect(body.error.message).toMatch(/previous configuration keeps serving/);
+    expect(body.error.details.join('\n')).toMatch(reason);
+
+    expect(await (await fetch(`${gateway.url}/healthz`)).json()).toEqual(before);
+    const routed = await chat(gateway.url);
+    expect(routed).toMatchObject({ status: 200, routing: 'hard', mode: 'ACTION' });
+  });
+
+  it('a good reload swaps the config hash and reports settings that need a restart', async () => {
+    const file = await writeConfig('good-reload.yaml', { watch: false });
+    gateway = await startGateway({ configFile: file, env: { ADMIN_TOKEN: TOKEN } });
+    const before = (await (await fetch(`${gateway.url}/healthz`)).json()) as { configHash: string };
+    await writeFile(file, (await readFile(file, 'utf8')).replace('strategy: replace', 'strategy: prepend').replace('bodyBytes: 10485760', 'bodyBytes: 2048'));
+    const res = await fetch(`${gateway.url}/admin/reload`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(res.status).toBe(200);
+    const result = (await res.json()) as { ok: boolean; configHash: string; restartRequired: string[] };
+    expect(result.ok).toBe(true);
+    expect(result.configHash).not.toBe(before.configHash);
+    expect(result.restartRequired).toEqual(['limits']);
+  });
+});
+
+describe('the admin API', () => {
+  it('is off without ADMIN_TOKEN, answering 404 itself instead of proxying', async () => {
+    gateway = await startGateway({ configFile: await writeConfig('no-admin.yaml') });
+    const res = await fetch(`${gateway.url}/admin/flags`, { method: 'POST', body: '{"hardRouting": false}' });
+    expect(res.status).toBe(404);
+    expect(await res.text()).toMatch(/set ADMIN_TOKEN/);
+  });
+
+  it('answers 401 for a missing, malformed or wrong token and changes nothing', async () => {
+    gateway = await startGateway({ configFile: await writeConfig('auth.yaml'), env: { ADMIN_TOKEN: TOKEN } });
+    for (const authorization of [undefined, 'Basic abc', 'Bearer ', 'Bearer wrong', `Bearer ${TOKEN}x`, TOKEN]) {
+      const res = await fetch(`${gateway.url}/admin/flags`, { method: 'POST', headers: authorization ? { authorization } : {}, body: '{"hardRouting": false}' });
+      expect(res.status, `authorization: ${authorization}`).toBe(401);
+      expect(res.headers.get('www-authenticate')).toMatch(/^Bearer/);
+      expect(await res.text()).not.toContain(TOKEN);
+    }
+    expect(await hardRoutingOf(gateway.url)).toBe(true);
+  });
+
+  it('validates the flags body', async () => {
+    gateway = await startGateway({ configFile: await writeConfig('flags-body.yaml'), env: { ADMIN_TOKEN: TOKEN } });
+    for (const body of ['{"hardRouting": "no"}', '{}', '{"hardRouting": true, "extra": 1}', 'not json']) {
+      const res = await fetch(`${gateway.url}/admin/flags`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` }, body });
+      expect(res.status, body).toBe(400);
+    }
+  });
+
+  it('can listen on its own port, away from the gateway', async () => {
+    const file = await writeConfig('admin-port.yaml', { extra: 'admin:\n  host: 127.0.0.1\n  port: 0\n' });
+    gateway = await startGateway({ configFile: file, env: { ADMIN_TOKEN: TOKEN } });
+    expect(gateway.adminUrl).not.toBeNull();
+    expect(gateway.adminUrl).not.toBe(gateway.url);
+    expect((await fetch(`${gateway.url}/admin/state`, { headers: { authorization: `Bearer ${TOKEN}` } })).status).toBe(404);
+    const res = await fetch(`${gateway.adminUrl}/admin/flags`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` }, body: '{"hardRouting": false}' });
+    expect(res.status).toBe(200);
+    expect((await chat(gateway.url)).routing).toBe('soft');
+  });
+});
+
+describe('the override header', () => {
+  it('forces a route and records it as the deciding step', async () => {
+    gateway = await startGateway({ configFile: await writeConfig('override.yaml') });
+    const forced = await chat(gateway.url, { 'x-task-router-override': 'ANSWER' });
+    expect(forced).toMatchObject({ status: 200, mode: 'ANSWER', step: 'override' });
+    expect(forced.body).toContain('# Direct answer');
+    expect(await chat(gateway.url, { 'x-task-router-override': 'auto' })).toMatchObject({ mode: 'ACTION', step: 'triggers' });
+  });
+
+  it('is refused with a 400 when disabled in config', async () => {
+    gateway = await startGateway({ configFile: await writeConfig('no-override.yaml', { overrides: false }) });
+    const res = await chat(gateway.url, { 'x-task-router-override': 'ANSWER' });
+    expect(res.status).toBe(400);
+    expect(JSON.parse(res.body)).toMatchObject({ error: { message: expect.stringMatching(/disabled/) } });
+  });
+});
