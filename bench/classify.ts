@@ -362,7 +362,9 @@ function memoryPhase(classifier: Classifier, messages: readonly string[], target
     for (const message of messages) consume(classifier.classify(message)); // warm-up pass
     readings.push(reading(0));
     const loopStart = nowMs();
+    // Readings at each quarter of the target, and at least every quarter of the time cap.
     const checkpointEvery = Math.max(1, Math.floor(target / 4));
+    let nextCheckpoint = checkpointEvery;
     let lastCheckpoint = loopStart;
     while (done < target) {
       consume(classifier.classify(messages[done % messages.length] as string));
@@ -370,9 +372,10 @@ function memoryPhase(classifier: Classifier, messages: readonly string[], target
       if (done % 128 === 0 && done < target) {
         const now = nowMs();
         if (now - started > capMs) break;
-        if (done % checkpointEvery === 0 || now - lastCheckpoint > capMs / 4) {
+        if (done >= nextCheckpoint || now - lastCheckpoint > capMs / 4) {
           readings.push(reading(done));
           lastCheckpoint = nowMs();
+          while (nextCheckpoint <= done) nextCheckpoint += checkpointEvery;
         }
       }
     }

@@ -305,6 +305,8 @@ function table(rows: readonly (readonly string[])[], rightAligned: ReadonlySet<n
     .join('\n');
 }
 
+const perRequest = (run: LoadRun) => run.serverCpuPerRequestUs;
+
 const cpuPercent = (before: CpuUsage, after: CpuUsage, wallMs: number) =>
   ((after.user - before.user + after.system - before.system) / 1000 / wallMs) * 100;
 
@@ -322,6 +324,8 @@ interface LoadRun {
   readonly timeouts: number;
   readonly non2xx: number;
   readonly serverCpu: number;
+  /** CPU time the server process spent per completed request, in µs: less sensitive to a busy machine than req/s. */
+  readonly serverCpuPerRequestUs: number;
   readonly upstreamCpu: number;
   readonly loadgenCpu: number;
   /** CPU the rest of the machine used meanwhile (other processes, kernel), from os.cpus(). */
@@ -387,6 +391,7 @@ async function loadRun(setup: 'A' | 'B', round: number, server: Child, upstream:
     timeouts: result.timeouts,
     non2xx: result.non2xx,
     serverCpu,
+    serverCpuPerRequestUs: (serverAfter.user - serverBefore.user + serverAfter.system - serverBefore.system) / Math.max(1, result.requests.total),
     upstreamCpu,
     loadgenCpu,
     otherCpu: Math.max(0, machineCpu - serverCpu - upstreamCpu - loadgenCpu),
@@ -481,7 +486,7 @@ async function main(): Promise<void> {
     console.log('load runs (latency percentiles from per-response timings, sub-ms):');
     const runs: LoadRun[] = [];
     let profileFile: string | undefined;
-    const header = ['run', 'setup', 'req/s', 'p50 ms', 'p99 ms', 'requests', 'errors', 'timeouts', 'non-2xx', 'srv cpu%', 'upstr cpu%', 'loadgen cpu%', 'other cpu%'];
+    const header = ['run', 'setup', 'req/s', 'p50 ms', 'p99 ms', 'requests', 'errors', 'timeouts', 'non-2xx', 'srv cpu%', 'srv µs/req', 'upstr cpu%', 'loadgen cpu%', 'other cpu%'];
     const widths = header.map((name, column) => Math.max(name.length, column === 1 ? 9 : 7));
     const line = (cells: readonly string[]) =>
       `  ${cells.map((cell, column) => (column === 1 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!))).join('  ')}`;
@@ -494,7 +499,7 @@ async function main(): Promise<void> {
         runs.push(run);
         console.log(line([
           String(run.round), run.setup === 'A' ? 'A bare' : 'B gateway', fixed(run.reqPerSec, 0), fixed(run.p50, 2), fixed(run.p99, 2),
-          String(run.requests), String(run.errors), String(run.timeouts), String(run.non2xx), fixed(run.serverCpu, 0), fixed(run.upstreamCpu, 0), fixed(run.loadgenCpu, 0), fixed(run.otherCpu, 0),
+          String(run.requests), String(run.errors), String(run.timeouts), String(run.non2xx), fixed(run.serverCpu, 0), fixed(perRequest(run), 0), fixed(run.upstreamCpu, 0), fixed(run.loadgenCpu, 0), fixed(run.otherCpu, 0),
         ]));
       }
     }
@@ -520,6 +525,7 @@ async function main(): Promise<void> {
       errors: of(setup).reduce((sum, run) => sum + run.errors + run.timeouts, 0),
       non2xx: of(setup).reduce((sum, run) => sum + run.non2xx, 0),
       serverCpu: median(of(setup).map((run) => run.serverCpu)),
+      cpuPerRequest: median(of(setup).map(perRequest)),
     });
     const sa = summary('A');
     const sb = summary('B');
@@ -533,10 +539,10 @@ async function main(): Promise<void> {
 
     console.log(`summary (median of ${ROUNDS} runs per setup; SSE: median and p90 of ${SSE_REQUESTS} requests):`);
     console.log(table([
-      ['setup', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'non-2xx', 'srv cpu%', 'ttfb p50 ms', 'ttfb p90 ms', 'sse failures'],
-      ['A bare proxy', fixed(sa.reqPerSec, 0), fixed(sa.p50, 2), fixed(sa.p99, 2), String(sa.errors), String(sa.non2xx), fixed(sa.serverCpu, 0), fixed(ttfb.a, 3), fixed(ttfb.a90, 3), String(stream.failures.a)],
-      ['B gateway', fixed(sb.reqPerSec, 0), fixed(sb.p50, 2), fixed(sb.p99, 2), String(sb.errors), String(sb.non2xx), fixed(sb.serverCpu, 0), fixed(ttfb.b, 3), fixed(ttfb.b90, 3), String(stream.failures.b)],
-      ['B vs A', `x${fixed(throughputRatio, 3)}`, signed(sb.p50 - sa.p50, 2), signed(p99Delta, 2), '', '', '', `x${fixed(ttfbRatio, 3)}`, `x${fixed(ttfb.b90 / ttfb.a90, 3)}`, ''],
+      ['setup', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'non-2xx', 'srv µs/req', 'ttfb p50 ms', 'ttfb p90 ms', 'sse failures'],
+      ['A bare proxy', fixed(sa.reqPerSec, 0), fixed(sa.p50, 2), fixed(sa.p99, 2), String(sa.errors), String(sa.non2xx), fixed(sa.cpuPerRequest, 0), fixed(ttfb.a, 3), fixed(ttfb.a90, 3), String(stream.failures.a)],
+      ['B gateway', fixed(sb.reqPerSec, 0), fixed(sb.p50, 2), fixed(sb.p99, 2), String(sb.errors), String(sb.non2xx), fixed(sb.cpuPerRequest, 0), fixed(ttfb.b, 3), fixed(ttfb.b90, 3), String(stream.failures.b)],
+      ['B vs A', `x${fixed(throughputRatio, 3)}`, signed(sb.p50 - sa.p50, 2), signed(p99Delta, 2), '', '', `x${fixed(sb.cpuPerRequest / sa.cpuPerRequest, 3)}`, `x${fixed(ttfbRatio, 3)}`, `x${fixed(ttfb.b90 / ttfb.a90, 3)}`, ''],
     ], new Set([1, 2, 3, 4, 5, 6, 7, 8, 9])).replace(/^/gm, '  '));
     console.log('');
 

@@ -33,11 +33,16 @@ const OPTIONS = {
   help: { type: 'boolean', short: 'h' },
 } as const;
 
-async function loadClassifier(values: { rules?: string | undefined; engine?: string | undefined }): Promise<Classifier> {
-  const engine = values.engine ?? 're2js';
+function engineOf(value: string | undefined): EngineName {
+  const engine = value ?? 're2js';
   if (engine !== 're2js' && engine !== 're2-wasm') throw new UsageError(`--engine must be re2js or re2-wasm, got "${engine}"`);
+  return engine;
+}
+
+async function loadClassifier(values: { rules?: string | undefined; engine?: string | undefined }): Promise<Classifier> {
+  const engine = engineOf(values.engine);
   const rules = values.rules ? await readDataFile(values.rules) : undefined;
-  return createClassifier({ rules, engine: engine as EngineName, now: () => performance.now() });
+  return createClassifier({ rules, engine, now: () => performance.now() });
 }
 
 function parseJsonlLine(raw: string, line: number): { id?: unknown; text: string } {
@@ -128,9 +133,13 @@ async function checkCommand(values: { config?: string | undefined; rules?: strin
     process.stdout.write(`rules: ok (${classifier.ruleIds.length} rules in ${values.rules}, ${classifier.engine})\n`);
     return 0;
   }
+  const engine = values.engine === undefined ? null : engineOf(values.engine);
   const loaded = await loadConfig(configFile(values), process.env);
   const snapshot = await buildSnapshot(loaded);
-  process.stdout.write(`config: ok (${loaded.file})\nrules: ok (${snapshot.classifier.ruleIds.length} rules in ${loaded.rulesFile}, ${snapshot.classifier.engine})\nprompts: ok (${loaded.promptsDir})\nconfig hash: ${snapshot.configHash}\n`);
+  // --engine checks the rules on that engine as well as on the configured one.
+  if (engine !== null && engine !== snapshot.classifier.engine) createClassifier({ rules: await readDataFile(loaded.rulesFile), engine });
+  const engines = engine !== null && engine !== snapshot.classifier.engine ? `${snapshot.classifier.engine} and ${engine}` : snapshot.classifier.engine;
+  process.stdout.write(`config: ok (${loaded.file})\nrules: ok (${snapshot.classifier.ruleIds.length} rules in ${loaded.rulesFile}, ${engines})\nprompts: ok (${loaded.promptsDir})\nconfig hash: ${snapshot.configHash}\n`);
   return 0;
 }
 
@@ -139,6 +148,7 @@ async function serveCommand(values: { config?: string | undefined }): Promise<nu
   const gateway = await startGateway({
     configFile: configFile(values),
     env: process.env,
+    log,
     events: {
       reloaded: (result, trigger) => (result.ok
         ? log.info({ trigger, configHash: result.configHash, hardRouting: result.hardRouting, restartRequired: result.restartRequired }, 'config reloaded')
@@ -148,7 +158,7 @@ async function serveCommand(values: { config?: string | undefined }): Promise<nu
   });
   const snapshot = gateway.runtime.snapshot();
   if (gateway.echo) log.info({ upstream: gateway.upstreamUrl }, 'no UPSTREAM_URL set: started the built-in echo upstream, which answers with the route taken');
-  log.info({ url: gateway.url, upstream: gateway.upstreamUrl, hardRouting: snapshot.hardRouting, configHash: snapshot.configHash, admin: process.env.ADMIN_TOKEN ? (gateway.adminUrl ?? gateway.url) : 'off (set ADMIN_TOKEN)' }, 'task-router listening');
+  log.info({ url: gateway.url, upstream: gateway.upstreamUrl, hardRouting: snapshot.hardRouting, configHash: snapshot.configHash, admin: process.env.ADMIN_TOKEN ? (gateway.adminUrl ?? gateway.url) : 'off (set ADMIN_TOKEN)', metrics: gateway.metricsUrl ?? `${gateway.url}/metrics`, logDir: gateway.runtime.logDir }, 'task-router listening');
   const reload = () => void gateway.runtime.reload('SIGHUP');
   process.on('SIGHUP', reload);
   await new Promise<void>((resolve) => {

@@ -48,6 +48,30 @@ export const ConfigSchema = z
       })
       .strict()
       .prefault({}),
+    logging: z
+      .object({
+        /** Folder for decisions/ and memory/; LOG_DIR wins; relative paths from this file's folder. Default: ./logs in the working directory. */
+        dir: z.string().min(1).nullable().default(null),
+        decisions: z.boolean().default(true),
+        memory: z.boolean().default(true),
+        /** Whether logs carry a short redacted preview of each message; false writes no message text at all. */
+        preview: z.boolean().default(true),
+        /** Offset of the times written and of the day boundary. */
+        utcOffset: z.string().regex(/^[+-](?:[01]\d|2[0-3]):[0-5]\d$/, 'an offset such as +00:00 or -05:30').default('+00:00'),
+        maxQueuedBytes: z.number().int().positive().default(8 * 1024 * 1024),
+        flushMs: z.number().int().min(1).max(60_000).default(250),
+      })
+      .strict()
+      .prefault({}),
+    metrics: z
+      .object({
+        enabled: z.boolean().default(true),
+        /** Serve /metrics on its own address; null keeps it on the gateway's. METRICS_TOKEN, when set, is required as a bearer token. */
+        host: z.string().min(1).nullable().default(null),
+        port: z.number().int().min(0).max(65535).nullable().default(null),
+      })
+      .strict()
+      .prefault({}),
     admin: z
       .object({
         /** Serve the admin API on its own address; null keeps it on the gateway's. It is on only when ADMIN_TOKEN is set. */
@@ -74,9 +98,17 @@ export class ConfigError extends Error {
 export interface LoadedConfig {
   readonly config: GatewayConfig;
   readonly file: string;
-  /** Absolute paths of the rule set and prompt folder. */
+  /** Absolute paths of the rule set, the prompt folder and the log folder. */
   readonly rulesFile: string;
   readonly promptsDir: string;
+  readonly logDir: string;
+}
+
+/** Minutes east of UTC of an offset such as +05:30. */
+export function offsetMinutes(offset: string): number {
+  const sign = offset.startsWith('-') ? -1 : 1;
+  const [hours = 0, minutes = 0] = offset.slice(1).split(':').map(Number);
+  return sign * (hours * 60 + minutes);
 }
 
 const ENV_BOOLEAN: Readonly<Record<string, boolean>> = { true: true, '1': true, yes: true, on: true, false: false, '0': false, no: false, off: false };
@@ -92,6 +124,7 @@ function applyEnv(raw: unknown, env: NodeJS.ProcessEnv, issues: string[]): unkno
     else section('server').port = port;
   }
   if (env.UPSTREAM_URL) section('upstream').url = env.UPSTREAM_URL;
+  if (env.LOG_DIR) section('logging').dir = resolve(env.LOG_DIR);
   if (env.ENABLE_HARD_ROUTING !== undefined && env.ENABLE_HARD_ROUTING !== '') {
     const flag = ENV_BOOLEAN[env.ENABLE_HARD_ROUTING.trim().toLowerCase()];
     if (flag === undefined) issues.push(`ENABLE_HARD_ROUTING: expected true or false, got "${env.ENABLE_HARD_ROUTING}"`);
@@ -116,7 +149,8 @@ export async function loadConfig(file: string = DEFAULT_CONFIG_FILE, env: NodeJS
   }
   if (issues.length > 0 || !parsed.success) throw new ConfigError(file, issues);
   const base = dirname(resolve(file));
-  return { config: parsed.data, file: resolve(file), rulesFile: resolve(base, parsed.data.rules), promptsDir: resolve(base, parsed.data.prompts) };
+  const logDir = parsed.data.logging.dir === null ? resolve('logs') : resolve(base, parsed.data.logging.dir);
+  return { config: parsed.data, file, rulesFile: resolve(base, parsed.data.rules), promptsDir: resolve(base, parsed.data.prompts), logDir };
 }
 
 /** A short, stable fingerprint of everything that shapes routing. */

@@ -5,17 +5,22 @@ import { formatForPath } from '../src/index.js';
 import { adminRouter } from './admin.js';
 import { startEchoUpstream, type EchoUpstream } from './echo-upstream.js';
 import { bodyErrors, jsonBody } from './json-body.js';
-import { createUpstreamProxy, type UpstreamHooks } from './proxy.js';
+import { pino, type Logger } from 'pino';
+import { bearerAuth } from './admin.js';
+import { offsetMinutes } from './config.js';
+import { createMetrics } from './metrics.js';
+import { observe, type GatewayHooks } from './observability.js';
+import { createUpstreamProxy } from './proxy.js';
 import { RoutingRuntime, type RuntimeEvents } from './runtime.js';
 
 export { buildSnapshot } from './snapshot.js';
-import { dropClientDecisionHeaders, taskRouter, type RoutingHooks, type RoutingSnapshot } from './task-router.js';
+import { dropClientDecisionHeaders, taskRouter, type RoutingSnapshot } from './task-router.js';
 
 export interface GatewayAppOptions {
   readonly snapshot: () => RoutingSnapshot;
   readonly upstream: { readonly url: string; readonly timeoutMs: number; readonly maxSockets: number };
   readonly bodyBytes: number;
-  readonly hooks?: RoutingHooks & UpstreamHooks;
+  readonly hooks?: GatewayHooks;
   /** Routes served before the proxy, e.g. the admin API. */
   readonly extraRoutes?: readonly Router[];
 }
@@ -28,6 +33,21 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Express; cl
   const app = express();
   app.disable('x-powered-by');
   const proxy = createUpstreamProxy(options.upstream, options.hooks);
+
+  if (options.hooks?.requestDone) {
+    const done = options.hooks.requestDone;
+    app.use((req, res, next) => {
+      const started = performance.now();
+      res.once('close', () => {
+        try {
+          done(req, res, (performance.now() - started) / 1000);
+        } catch {
+          // Observers never fail a request.
+        }
+      });
+      next();
+    });
+  }
 
   app.get('/healthz', (_req: Request, res: Response) => {
     const snapshot = options.snapshot();
@@ -55,6 +75,10 @@ export interface RunningGateway {
   readonly url: string;
   /** The admin API's own address when it listens apart from the gateway. */
   readonly adminUrl: string | null;
+  /** /metrics's own address when it listens apart from the gateway. */
+  readonly metricsUrl: string | null;
+  /** Writes out the decision and memory log lines queued so far. */
+  flushLogs(): Promise<void>;
   readonly upstreamUrl: string;
   /** Whether the built-in echo upstream is serving, because no upstream URL was configured. */
   readonly echo: boolean;
@@ -65,8 +89,9 @@ export interface RunningGateway {
 export interface StartOptions {
   readonly configFile?: string | undefined;
   readonly env?: NodeJS.ProcessEnv;
-  readonly hooks?: RoutingHooks & UpstreamHooks;
   readonly events?: RuntimeEvents;
+  /** Operational log; default silent. */
+  readonly log?: Logger;
 }
 
 function listen(app: Express, port: number, host: string): Promise<Server> {
@@ -89,8 +114,41 @@ function closeServer(server: Server): Promise<void> {
  */
 export async function startGateway(options: StartOptions = {}): Promise<RunningGateway> {
   const env = options.env ?? {};
-  const runtime = await RoutingRuntime.start(options.configFile, env, options.events);
+  const log = options.log ?? pino({ level: 'silent' });
+  const metrics = createMetrics();
+  let observability: ReturnType<typeof observe> | null = null;
+  const runtime = await RoutingRuntime.start(options.configFile, env, {
+    reloaded: (result, trigger) => {
+      observability?.reloaded(result);
+      observability?.setHardRouting(runtime.snapshot().hardRouting);
+      options.events?.reloaded?.(result, trigger);
+    },
+    flagChanged: (on, source) => {
+      observability?.setHardRouting(on);
+      options.events?.flagChanged?.(on, source);
+    },
+  });
   const { config } = runtime;
+  observability = observe(metrics, {
+    dir: config.logging.decisions || config.logging.memory ? runtime.logDir : null,
+    decisions: config.logging.decisions,
+    memory: config.logging.memory,
+    preview: config.logging.preview,
+    utcOffsetMinutes: offsetMinutes(config.logging.utcOffset),
+    maxQueuedBytes: config.logging.maxQueuedBytes,
+    flushMs: config.logging.flushMs,
+  }, log);
+  observability.setHardRouting(runtime.snapshot().hardRouting);
+  const metricsRoutes = express.Router();
+  const metricsToken = env.METRICS_TOKEN?.trim() || null;
+  if (config.metrics.enabled) {
+    if (metricsToken) metricsRoutes.use('/metrics', bearerAuth(metricsToken));
+    metricsRoutes.get('/metrics', async (_req: Request, res: Response) => {
+      res.setHeader('content-type', metrics.registry.contentType);
+      res.end(await metrics.registry.metrics());
+    });
+  }
+  const separateMetrics = config.metrics.enabled && (config.metrics.host !== null || config.metrics.port !== null);
   let echo: EchoUpstream | null = null;
   const upstreamUrl = config.upstream.url ?? (echo = await startEchoUpstream(config.server.host)).url;
   const token = env.ADMIN_TOKEN?.trim() || null;
@@ -100,8 +158,8 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
     snapshot: runtime.snapshot,
     upstream: { url: upstreamUrl, timeoutMs: config.upstream.timeoutMs, maxSockets: config.upstream.maxSockets },
     bodyBytes: config.limits.bodyBytes,
-    ...(options.hooks ? { hooks: options.hooks } : {}),
-    ...(admin && !separateAdmin ? { extraRoutes: [admin] } : {}),
+    hooks: observability.hooks,
+    extraRoutes: [...(admin && !separateAdmin ? [admin] : []), ...(config.metrics.enabled && !separateMetrics ? [metricsRoutes] : [])],
   });
   const server = await listen(gateway.app, config.server.port, config.server.host);
   let adminServer: Server | null = null;
@@ -111,20 +169,31 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
     adminApp.use(admin);
     adminServer = await listen(adminApp, config.admin.port ?? 0, config.admin.host ?? config.server.host);
   }
+  let metricsServer: Server | null = null;
+  if (separateMetrics) {
+    const metricsApp = express();
+    metricsApp.disable('x-powered-by');
+    metricsApp.use(metricsRoutes);
+    metricsServer = await listen(metricsApp, config.metrics.port ?? 0, config.metrics.host ?? config.server.host);
+  }
   if (config.reload.watch) runtime.watch();
   const address = server.address() as AddressInfo;
   const adminAddress = adminServer?.address() as AddressInfo | undefined;
+  const metricsAddress = metricsServer?.address() as AddressInfo | undefined;
   return {
     url: `http://${config.server.host}:${address.port}`,
     adminUrl: adminAddress ? `http://${config.admin.host ?? config.server.host}:${adminAddress.port}` : null,
+    metricsUrl: metricsAddress ? `http://${config.metrics.host ?? config.server.host}:${metricsAddress.port}` : null,
+    flushLogs: () => observability.flush(),
     upstreamUrl,
     echo: echo !== null,
     runtime,
     close: async () => {
       runtime.unwatch();
-      await Promise.all([closeServer(server), adminServer ? closeServer(adminServer) : undefined]);
+      await Promise.all([closeServer(server), adminServer ? closeServer(adminServer) : undefined, metricsServer ? closeServer(metricsServer) : undefined]);
       gateway.close();
       await echo?.close();
+      await observability.close();
     },
   };
 }

@@ -9,15 +9,25 @@ export function rawBodyOf(req: Request): Buffer | undefined {
   return rawBodies.get(req);
 }
 
-/** Parses JSON bodies of any content type up to `limitBytes`, keeping the raw bytes too. */
+/**
+ * Parses JSON bodies of any content type up to `limitBytes`, keeping the raw bytes too. Once the body
+ * is read, `Expect: 100-continue` has been answered, so the header is not passed on: an upstream
+ * request carrying it would wait for a continue that never comes.
+ */
 export function jsonBody(limitBytes: number): RequestHandler {
-  return express.json({
+  const parse = express.json({
     limit: limitBytes,
     type: () => true,
     verify: (req, _res, buffer) => {
       rawBodies.set(req as Request, buffer);
     },
   });
+  return (req, res, next) => {
+    parse(req, res, (error?: unknown) => {
+      delete req.headers.expect;
+      next(error);
+    });
+  };
 }
 
 interface BodyParserError extends Error {

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { Request, RequestHandler, Response } from 'express';
-import { createProxyMiddleware, fixRequestBody } from 'http-proxy-middleware';
+import { createProxyMiddleware } from 'http-proxy-middleware';
 import { formatForPath } from '../src/index.js';
 import { sendError } from './errors.js';
 import { rawBodyOf } from './json-body.js';
@@ -10,19 +10,19 @@ import { decisionHeaders, routingOf } from './task-router.js';
 /**
  * A `proxyReq` handler for http-proxy-middleware behind `jsonBody`: the body was consumed by parsing, so
  * it is sent again in full, with its true length and no chunked transfer encoding (an upstream answers
- * a request carrying both with 400), the rewritten JSON if taskRouter changed it, else the original bytes.
+ * a request carrying both with 400): the rewritten JSON if taskRouter changed it, else the original bytes.
+ * A rewritten body is JSON whatever content type the client sent (curl -d says form-encoded, fetch says
+ * text/plain), so it goes as application/json, not re-encoded by the client's label.
  */
 export function restreamBody(proxyReq: http.ClientRequest, req: Request): void {
   const raw = rawBodyOf(req);
   if (raw === undefined) return;
   proxyReq.removeHeader('transfer-encoding');
   proxyReq.removeHeader('content-encoding');
-  if (routingOf(req)?.rewritten) {
-    fixRequestBody(proxyReq, req);
-  } else {
-    proxyReq.setHeader('content-length', raw.length);
-    proxyReq.write(raw);
-  }
+  const body = routingOf(req)?.rewritten ? Buffer.from(JSON.stringify(req.body)) : raw;
+  if (body !== raw) proxyReq.setHeader('content-type', 'application/json');
+  proxyReq.setHeader('content-length', body.length);
+  proxyReq.write(body);
 }
 
 export interface UpstreamOptions {
@@ -74,7 +74,18 @@ export function createUpstreamProxy(options: UpstreamOptions, hooks: UpstreamHoo
           if (!res.writableFinished) proxyReq.destroy();
         });
       });
-      proxyServer.on('proxyRes', (proxyRes, req) => {
+      proxyServer.on('proxyRes', (proxyRes, req, res) => {
+        // An upstream that stops mid-response (closed or reset) ends the client's response too, as a
+        // direct connection would: a half-sent stream must not hang open.
+        proxyRes.once('close', () => {
+          if (!proxyRes.complete) res.destroy();
+        });
+        // Streams get their headers (and our decision headers) at once, not with the first event.
+        if (String(proxyRes.headers['content-type'] ?? '').startsWith('text/event-stream')) {
+          process.nextTick(() => {
+            if (!res.headersSent && !res.destroyed) res.flushHeaders();
+          });
+        }
         const decision = routingOf(req)?.decision;
         if (decision) {
           for (const name of Object.keys(proxyRes.headers)) if (name.startsWith('x-task-router-')) delete proxyRes.headers[name];

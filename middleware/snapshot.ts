@@ -1,6 +1,8 @@
 import { createClassifier } from '../src/index.js';
 import { fingerprint, type LoadedConfig } from './config.js';
-import { readDataFile } from './files.js';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { packageRoot, readDataFile } from './files.js';
 import { loadPrompts } from './prompts.js';
 import type { RoutingSnapshot } from './task-router.js';
 
@@ -9,6 +11,7 @@ export async function buildSnapshot(loaded: LoadedConfig): Promise<RoutingSnapsh
   const { config } = loaded;
   const [rules, prompts] = await Promise.all([readDataFile(loaded.rulesFile), loadPrompts(loaded.promptsDir)]);
   const classifier = createClassifier({ rules, engine: config.routing.engine, scanBudget: config.routing.scanBudget, now: () => performance.now() });
+  for (const text of await warmupTexts()) classifier.classify(text);
   return {
     classifier,
     prompts,
@@ -17,4 +20,14 @@ export async function buildSnapshot(loaded: LoadedConfig): Promise<RoutingSnapsh
     allowOverride: config.routing.overrides,
     configHash: fingerprint(config, rules, prompts),
   };
+}
+
+/** Sample messages classified at load: the automata are built then, not on the first requests. */
+async function warmupTexts(): Promise<string[]> {
+  try {
+    const text = await readFile(join(packageRoot(), 'config', 'warmup.txt'), 'utf8');
+    return text.split('\n').filter((line) => line.trim() !== '' && !line.startsWith('#'));
+  } catch {
+    return [];
+  }
 }

@@ -47,14 +47,16 @@ export interface RoutedDecision extends Decision {
   readonly text: string;
 }
 
-export type FallbackStage = 'classify' | 'rewrite';
+export type FallbackStage = 'classify' | 'rewrite' | 'soft_router';
+/** What a request degraded to: the soft-router prompt, or the body as it came. */
+export type FallbackTo = 'soft_routing' | 'passthrough';
 export type SkipReason = 'no_human_text' | 'not_an_object';
 
 /** Observers of routing; each is called synchronously and must not throw (errors are swallowed). */
 export interface RoutingHooks {
   decision?(decision: RoutedDecision, req: Request): void;
   skip?(reason: SkipReason, format: FormatName, req: Request): void;
-  fallback?(stage: FallbackStage, error: unknown, format: FormatName, req: Request): void;
+  fallback?(stage: FallbackStage, to: FallbackTo, error: unknown, req: Request): void;
   override?(mode: Mode, req: Request): void;
 }
 
@@ -183,7 +185,7 @@ export function taskRouter(options: TaskRouterOptions = {}): RequestHandler {
     }
 
     let decision: RoutedDecision | null = null;
-    let stage: FallbackStage = 'classify';
+    let stage: 'classify' | 'rewrite' = 'classify';
     try {
       const classified = snapshot.classifier.classify(text);
       const forced = override !== undefined && override !== 'auto' ? applyOverride(classified, override) : null;
@@ -205,7 +207,7 @@ export function taskRouter(options: TaskRouterOptions = {}): RequestHandler {
       stage = 'rewrite';
       req.body = format.withSystemPrompt(body as JsonObject, assemblePrompt(route, applied, snapshot.prompts), snapshot.strategy, ownPrompts(snapshot.prompts));
     } catch (error) {
-      safely(() => hooks.fallback?.(stage, error, format.name, req));
+      safely(() => hooks.fallback?.(stage, 'soft_routing', error, req));
       decision = null;
       try {
         // The fallback leans on as little as possible: the soft-router prompt and nothing else of ours.
@@ -213,7 +215,7 @@ export function taskRouter(options: TaskRouterOptions = {}): RequestHandler {
         req.body = format.withSystemPrompt(body as JsonObject, softRouter, snapshot.strategy, [softRouter]);
       } catch (softError) {
         req.body = body;
-        safely(() => hooks.fallback?.('rewrite', softError, format.name, req));
+        safely(() => hooks.fallback?.('soft_router', 'passthrough', softError, req));
         routingByRequest.set(req, { decision: null, rewritten: false, format });
         return next();
       }

@@ -31,7 +31,7 @@ interface RuleMatch extends Trigger {
  * wording, medium for bulk scope or vague wording on WEAK evidence; never for read-only work, trivial
  * commands, or when the user has already confirmed.
  */
-function planningDebate(triggers: readonly RuleMatch[], signals: readonly RuleMatch[], confidence: Confidence, trivial: boolean): Debate {
+function planningDebate(triggers: readonly RuleMatch[], evidence: readonly RuleMatch[], signals: readonly RuleMatch[], confidence: Confidence, trivial: boolean): Debate {
   const reasons = [...triggers, ...signals].filter((match) =>
     match.category === 'vague' ? confidence === 'WEAK' : CATEGORY_ROLES[match.category].stakes !== 'none');
   const stakes = reasons.reduce<Stakes>((level, match) => {
@@ -43,10 +43,25 @@ function planningDebate(triggers: readonly RuleMatch[], signals: readonly RuleMa
     ? 'trivial'
     : signals.some((match) => match.category === 'bypass')
       ? 'confirmed'
-      : triggers.every((match) => CATEGORY_ROLES[match.category].readOnly)
+      // Read-only is judged on every trigger, merged or not: "improve the build" builds.
+      : evidence.every((match) => CATEGORY_ROLES[match.category].readOnly)
         ? 'read_only'
         : null;
   return { verdict: bypass ? 'NONE' : 'DEBATE_PLANNING', stakes, reasons, bypass };
+}
+
+/** Whether `outer` covers `inner` as text: the same word or reference seen by two rules. */
+function contains(outer: string, inner: string): boolean {
+  return outer.length > inner.length ? outer.includes(inner) : outer === inner;
+}
+
+/**
+ * One piece of evidence counts once: a match inside another match (`codebase` in `the codebase`,
+ * `test.ts` in `tests/e2e/test.ts`) is dropped; of equal matches the first rule keeps it.
+ */
+function distinct(triggers: readonly RuleMatch[]): RuleMatch[] {
+  return triggers.filter((trigger, index) => !triggers.some((other, at) =>
+    at !== index && (other.match === trigger.match ? at < index : contains(other.match, trigger.match))));
 }
 
 function occurrences(text: string, part: string): number {
@@ -92,24 +107,27 @@ export function classifyText(rules: CompiledRuleSet, text: string, options: Clas
     if (match === undefined) return;
     (CATEGORY_ROLES[rule.category].trigger ? found : signals).push({ rule: rule.id, category: rule.category, match });
   });
-  const triggers = withoutCancelled(found, signals, normalized);
+  const hasExternal = found.some((match) => CATEGORY_ROLES[match.category].external);
+  const evidence = withoutCancelled(found, signals, normalized);
+  const triggers = distinct(evidence);
+  // Vague wording inside a reference is part of a name ("etc" in /etc/hosts), not vagueness.
+  const stakes = signals.filter((signal) => signal.category !== 'vague' || !triggers.some((trigger) => contains(trigger.match, signal.match)));
 
-  const trivialCommand = normalized.length <= 512
+  const trivialCommand = normalized.length <= 2048
     ? rules.trivial.find(({ command, pattern }) => normalized.replace(/^\$ /, '').startsWith(command) && pattern.test(normalized))
     : undefined;
   const isQuestion = rules.question.test(normalized) && !rules.notQuestion?.test(normalized);
-  const hasExternal = triggers.some((match) => CATEGORY_ROLES[match.category].external);
 
   let decision: Omit<Decision, 'scan' | 'engine' | 'micros'>;
   if (trivialCommand) {
     const command: Trigger = { rule: `trivial.${trivialCommand.command}`, category: 'trivial', match: trivialCommand.command };
     // The whole message is the command: the strongest evidence there is.
-    decision = { mode: 'ACTION', trivial: true, confidence: 'STRONG', triggers: [command, ...triggers], step: 'fast_path', debate: planningDebate(triggers, signals, 'STRONG', true) };
+    decision = { mode: 'ACTION', trivial: true, confidence: 'STRONG', triggers: [command, ...triggers], step: 'fast_path', debate: planningDebate(triggers, evidence, stakes, 'STRONG', true) };
   } else if (isQuestion && !hasExternal) {
     decision = { mode: 'ANSWER', trivial: false, confidence: 'NONE', triggers, step: 'question', debate: { ...NO_DEBATE } };
   } else if (triggers.length > 0) {
     const confidence = confidenceOf(triggers.length);
-    decision = { mode: 'ACTION', trivial: false, confidence, triggers, step: 'triggers', debate: planningDebate(triggers, signals, confidence, false) };
+    decision = { mode: 'ACTION', trivial: false, confidence, triggers, step: 'triggers', debate: planningDebate(triggers, evidence, stakes, confidence, false) };
   } else {
     decision = { mode: 'ANSWER', trivial: false, confidence: 'NONE', triggers, step: 'default', debate: { ...NO_DEBATE } };
   }

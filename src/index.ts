@@ -37,7 +37,7 @@ export function createClassifier(options: ClassifierOptions = {}): Classifier {
   if (!engine) throw new Error(`unknown regex engine "${String(options.engine)}": use one of ${Object.keys(ENGINES).join(', ')}`);
   const scanBudget = options.scanBudget ?? DEFAULT_SCAN_BUDGET;
   if (!Number.isInteger(scanBudget) || scanBudget < 256) throw new Error(`scanBudget must be a whole number of at least 256 characters, got ${scanBudget}`);
-  const compiled: CompiledRuleSet = compileRuleSet(options.rules ?? defaultRuleSet, engine);
+  const compiled: CompiledRuleSet = compileRuleSet(options.rules === undefined ? defaultRuleSet : options.rules, engine);
   const classifyOptions = options.now ? { scanBudget, now: options.now } : { scanBudget };
   return {
     classify: (text) => classifyText(compiled, text, classifyOptions),
@@ -57,3 +57,5 @@ export { tokenize } from './phrases.js';
 export { CorpusLineSchema, evaluate, GATES, type CorpusLine, type EvalReport, type Miss } from './evaluate.js';
 export { applyOverride, assemblePrompt, ownPrompts, PROMPT_FILES, routeOf, type PromptSet, type Route } from './route.js';
 export { CHAT_FORMATS, FORMATS, formatForPath, STRATEGIES, type ChatFormat, type FormatName, type JsonObject, type Strategy } from './formats/index.js';
+export { previewOf, redactSecrets } from './redact.js';
+export { DecisionRecordSchema, memoryEntry, type DecisionRecord } from './records.js';

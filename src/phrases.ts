@@ -65,12 +65,16 @@ export function buildPhraseIndex(rules: readonly { readonly index: number; reado
 /** Rule index → the first phrase of that rule found in the text. */
 export function matchPhrases(index: PhraseIndex, text: string, found: Map<number, string>): void {
   const tokens = tokenize(text);
+  const longest = new Map<number, string>();
   for (let start = 0; start < tokens.length; start += 1) {
     let phrase = '';
+    longest.clear();
     for (let end = start; end < tokens.length; end += 1) {
       phrase = end === start ? (tokens[start] as string) : `${phrase} ${tokens[end]}`;
-      for (const rule of index.phrases.get(phrase) ?? []) if (!found.has(rule)) found.set(rule, phrase);
+      // The fullest phrase at a position is the one reported: "look for", not "look".
+      for (const rule of index.phrases.get(phrase) ?? []) longest.set(rule, phrase);
       if (!index.prefixes.has(phrase)) break;
     }
+    for (const [rule, match] of longest) if (!found.has(rule)) found.set(rule, match);
   }
 }

@@ -2,8 +2,7 @@ import { z } from 'zod';
 import { CATEGORIES, type Category } from './categories.js';
 import type { CompiledPattern, RegexEngine } from './engines/engine.js';
 import type { Lookalikes } from './normalize.js';
-import { matchingForm } from './normalize.js';
-import { buildPhraseIndex, expandTemplate, matchPhrases, tokenize } from './phrases.js';
+import { buildPhraseIndex, expandTemplate, matchPhrases } from './phrases.js';
 
 /**
  * The rule set file (config/rules.json): the words and patterns of the routing contract. `words` are
@@ -28,7 +27,7 @@ const RuleSchema = z
     message: 'a rule has either "words" or "pattern", not both and not neither',
   });
 
-export const RuleSetSchema = z
+const RuleSetShape = z
   .object({
     version: z.literal(1),
     question: z
@@ -44,16 +43,18 @@ export const RuleSetSchema = z
     lookalikes: z.record(z.string().length(1), z.string().regex(/^[a-z]{1,2}$/, 'one Latin letter, or two: the usual reading and an alternate')),
     rules: z.array(RuleSchema).min(1),
   })
-  .strict()
-  .superRefine((ruleSet, ctx) => {
-    const seen = new Set<string>();
-    ruleSet.rules.forEach((rule, index) => {
-      if (seen.has(rule.id)) ctx.addIssue({ code: 'custom', path: ['rules', index, 'id'], message: `duplicate rule id "${rule.id}"` });
-      seen.add(rule.id);
-    });
-  });
+  .strict();
 
-export type RuleSetData = z.infer<typeof RuleSetSchema>;
+/** The rule set file's schema: every rule valid, every id unique. */
+export const RuleSetSchema = RuleSetShape.superRefine((ruleSet, ctx) => {
+  const seen = new Set<string>();
+  ruleSet.rules.forEach((rule, index) => {
+    if (seen.has(rule.id)) ctx.addIssue({ code: 'custom', path: ['rules', index, 'id'], message: `duplicate rule id "${rule.id}"` });
+    seen.add(rule.id);
+  });
+});
+
+export type RuleSetData = z.infer<typeof RuleSetShape>;
 export type RuleData = RuleSetData['rules'][number];
 
 export interface CompiledRule {
@@ -86,6 +87,8 @@ export class RuleSetError extends Error {
 const WORD_START = '(?:^|[^a-z0-9_-])';
 const WORD_END = '(?:[^a-z0-9_-]|$)';
 const ASCII_ONLY_CLASSES = /\\[bBwW]/;
+/** What a word entry may hold: tokens as phrases.ts cuts them, separated by spaces (a comma reads as a space). */
+const WORD_ENTRY = /^[a-z0-9_'-]*[a-z0-9][a-z0-9_'-]*(?:[ ,]+[a-z0-9_'-]*[a-z0-9][a-z0-9_'-]*)*$/;
 const NON_ASCII_SOURCE = /[^\x00-\x7f]|\\p/;
 
 function escapeRegex(text: string): string {
@@ -112,11 +115,6 @@ function questionSource(question: RuleSetData['question'], starts: readonly stri
  * at once, each naming the rule (or field) and the reason, so a bad reload can say exactly what to fix.
  */
 export function compileRuleSet(data: unknown, engine: RegexEngine): CompiledRuleSet {
-  const parsed = RuleSetSchema.safeParse(data);
-  if (!parsed.success) {
-    throw new RuleSetError(parsed.error.issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`));
-  }
-  const ruleSet = parsed.data;
   const issues: string[] = [];
   const compile = (where: string, source: string): CompiledPattern | null => {
     if (ASCII_ONLY_CLASSES.test(source.replace(/\\\\/g, ''))) {
@@ -135,6 +133,23 @@ export function compileRuleSet(data: unknown, engine: RegexEngine): CompiledRule
     }
   };
 
+  const parsed = RuleSetSchema.safeParse(data);
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues) issues.push(`${issue.path.join('.') || '(root)'}: ${issue.message}`);
+    // The patterns of the rules that are well formed are tried too, so one load reports every problem.
+    const rules: unknown = (data as { rules?: unknown } | null)?.rules;
+    const ids = new Set<string>();
+    (Array.isArray(rules) ? rules : []).forEach((rule: unknown, index) => {
+      const id = (rule as { id?: unknown } | null)?.id;
+      if (typeof id === 'string' && ids.has(id)) issues.push(`rules.${index}.id: duplicate rule id "${id}"`);
+      if (typeof id === 'string') ids.add(id);
+      const one = RuleSchema.safeParse(rule);
+      if (one.success && one.data.pattern !== undefined) compile(`rule "${one.data.id}"`, expandBoundaries(one.data.pattern));
+    });
+    throw new RuleSetError([...new Set(issues)]);
+  }
+  const ruleSet = parsed.data;
+
   const rules: CompiledRule[] = ruleSet.rules.map(({ id, category }) => ({ id, category }));
   const wordRules: { index: number; words: string[] }[] = [];
   const patternRules: { index: number; pattern: CompiledPattern }[] = [];
@@ -147,8 +162,8 @@ export function compileRuleSet(data: unknown, engine: RegexEngine): CompiledRule
         issues.push(`rule "${rule.id}": ${(error as Error).message}`);
         return;
       }
-      const unmatchable = words.filter((word) => tokenize(matchingForm(word.toLowerCase())).length === 0 || /[^\x00-\x7f]/.test(word));
-      if (unmatchable.length > 0) issues.push(`rule "${rule.id}": ${unmatchable.slice(0, 3).map((word) => JSON.stringify(word)).join(', ')} cannot match: words are ASCII with letters or digits`);
+      const unmatchable = words.filter((word) => !WORD_ENTRY.test(word.toLowerCase()));
+      if (unmatchable.length > 0) issues.push(`rule "${rule.id}": ${unmatchable.slice(0, 3).map((word) => JSON.stringify(word)).join(', ')} cannot be matched as words: use ASCII letters, digits, _ ' - and spaces (anything else, such as "c++", needs a pattern)`);
       wordRules.push({ index, words });
       return;
     }

@@ -16,7 +16,8 @@ export const re2jsEngine: RegexEngine = {
       test: (text) => pattern.test(text),
       firstMatch(text) {
         const matcher = pattern.matcher(text);
-        return matcher.find() ? matcher.group(group) : null;
+        // Group 1 may sit out a match (`a(b)?`): then the whole match is the text, as on re2-wasm.
+        return matcher.find() ? (matcher.group(group) ?? matcher.group(0)) : null;
       },
     };
   },

@@ -30,9 +30,10 @@ export const anthropic: ChatFormat = {
     });
     const ours: JsonObject = { type: 'text', text: prompt };
     if (strategy === 'replace') {
-      // The client's blocks go, but its cache breakpoint stays: our block is byte-stable per route.
-      const marker = [...blocks].reverse().find((block) => block.cache_control !== undefined)?.cache_control;
-      if (marker !== undefined) ours.cache_control = marker;
+      // The client's blocks go, but its cache breakpoint stays: our block is byte-stable per route. The
+      // marker may sit on a block of ours already (a second pass), so it is looked for before stripping.
+      const marker = [...system].reverse().find((block) => isObject(block) && block.cache_control !== undefined) as JsonObject | undefined;
+      if (marker !== undefined) ours.cache_control = marker.cache_control;
     }
     return { ...body, system: composeParts(ours, blocks, strategy) };
   },

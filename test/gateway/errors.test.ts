@@ -82,11 +82,44 @@ describe('client errors', () => {
     expect(upstream.requests).toHaveLength(0);
   });
 
-  it('a body just under the limit is accepted', async () => {
-    const body = bodyWithUserText('openai-chat', ACTION);
+  it('a body within the limit is accepted', async () => {
+    const body = bodyWithUserText('openai-chat', `${ACTION} ${'z'.repeat(3000)}`);
+    expect(JSON.stringify(body).length).toBeLessThan(4096);
     const response = await postJson(gateway.url, CHAT_PATH['openai-chat'], body);
     expect(response.status).toBe(200);
     await response.arrayBuffer();
+    expect(upstream.requests).toHaveLength(1);
+  });
+
+  it('a chunked body (no content-length) over the limit → 413 too', async () => {
+    const json = JSON.stringify(bodyWithUserText('anthropic', `${ACTION} ${'x'.repeat(16 * 1024)}`));
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        for (let at = 0; at < json.length; at += 1024) controller.enqueue(new TextEncoder().encode(json.slice(at, at + 1024)));
+        controller.close();
+      },
+    });
+    const response = await fetch(`${gateway.url}${CHAT_PATH.anthropic}`, {
+      method: 'POST', headers: { 'content-type': 'application/json' }, body, duplex: 'half',
+    } as RequestInit);
+    expect(response.status).toBe(413);
+    expectErrorShape('anthropic', await response.json(), TOO_LARGE);
+    expect(upstream.requests).toHaveLength(0);
+  });
+
+  it('the connection stays usable after a 400 and a 413', async () => {
+    const bad = await postJson(gateway.url, CHAT_PATH['openai-chat'], '{oops');
+    expect(bad.status).toBe(400);
+    await bad.arrayBuffer();
+    const big = await postJson(gateway.url, CHAT_PATH['openai-chat'], bodyWithUserText('openai-chat', 'x'.repeat(10_000)));
+    expect(big.status).toBe(413);
+    await big.arrayBuffer();
+    for (let i = 0; i < 3; i += 1) {
+      const ok = await postJson(gateway.url, CHAT_PATH['openai-chat'], bodyWithUserText('openai-chat', ACTION));
+      expect(ok.status).toBe(200);
+      expect((await ok.json()).choices[0].message.content).toBe('ok');
+    }
+    expect(upstream.requests).toHaveLength(3);
   });
 
   it.each(APIS)('%s SDK: a body over the limit surfaces as a 413 error', async (api) => {
@@ -234,7 +267,7 @@ describe('upstream error statuses pass through unchanged', () => {
 
   it.each(APIS)('%s: 429 with retry-after and rate-limit headers unchanged', async (api) => {
     const raw = JSON.stringify(api === 'anthropic' ? anthropic429 : openai429);
-    const limitHeaders = api === 'anthropic'
+    const limitHeaders: Record<string, string> = api === 'anthropic'
       ? { 'anthropic-ratelimit-requests-remaining': '0', 'anthropic-ratelimit-requests-reset': '2030-01-01T00:00:00Z' }
       : { 'x-ratelimit-remaining-requests': '0', 'x-ratelimit-reset-requests': '1s' };
     upstream.respond(replyRaw(429, raw, { 'content-type': 'application/json', 'retry-after': '17', ...limitHeaders }));

@@ -31,7 +31,7 @@ async function serve(snapshot: RoutingSnapshot, fallbacks: string[]): Promise<{ 
     snapshot: () => snapshot,
     upstream: { url: upstream.url, timeoutMs: 5000, maxSockets: 8 },
     bodyBytes: 1024 * 1024,
-    hooks: { fallback: (stage, error) => fallbacks.push(`${stage}: ${(error as Error).message}`) },
+    hooks: { fallback: (stage, to, error) => fallbacks.push(`${stage} → ${to}: ${(error as Error).message}`) },
   });
   const server: Server = await new Promise((resolve) => {
     const listening = gateway.app.listen(0, '127.0.0.1', () => resolve(listening));
@@ -75,7 +75,7 @@ describe('never failing a request on our own error', () => {
     expect(res.status).toBe(200);
     expect(res.mode).toBeNull();
     expect(res.reply).toContain('# Self-routing rules');
-    expect(fallbacks).toEqual(['classify: injected classifier failure']);
+    expect(fallbacks).toEqual(['classify → soft_routing: injected classifier failure']);
   });
 
   it('a rewrite that throws: the soft-router prompt goes in, the fallback is reported', async () => {
@@ -85,7 +85,7 @@ describe('never failing a request on our own error', () => {
     await gateway.close();
     expect(res.status).toBe(200);
     expect(res.reply).toContain('# Self-routing rules');
-    expect(fallbacks).toEqual(['rewrite: injected failure reading the action prompt']);
+    expect(fallbacks).toEqual(['rewrite → soft_routing: injected failure reading the action prompt']);
   });
 
   it('when the soft fallback fails too, the request goes upstream as it came', async () => {
@@ -95,7 +95,7 @@ describe('never failing a request on our own error', () => {
     await gateway.close();
     expect(res.status).toBe(200);
     expect(res.reply).toContain('system prompt: client prompt');
-    expect(fallbacks).toEqual(['rewrite: injected failure reading the action prompt', 'rewrite: injected failure reading the softRouter prompt']);
+    expect(fallbacks).toEqual(['rewrite → soft_routing: injected failure reading the action prompt', 'soft_router → passthrough: injected failure reading the softRouter prompt']);
   });
 
   it('an observer that throws changes nothing', async () => {

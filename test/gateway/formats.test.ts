@@ -125,7 +125,30 @@ describe('decision ids', () => {
   });
 });
 
-describe('soft routing (hard routing off)', () => {
+describe('concurrent requests', () => {
+  it('40 requests in flight at once each get their own decision and their own prompt', async () => {
+    upstream.respond(apiReply('ok', { delayMs: 10 }));
+    const messages = ['what is HPOS?', 'fix the failing test in src/app.ts', 'pwd', 'explain closures in JavaScript'];
+    const expected = [gateway.prompts.answer, gateway.prompts.action, gateway.prompts.toolSpecialist, gateway.prompts.answer];
+    const results = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => askWithSdk(APIS[i % 3]!, gateway.url, `${messages[i % 4]}`, i % 2 === 0)),
+    );
+    expect(upstream.requests).toHaveLength(40);
+    const ids = results.map((r) => r.headers.get('x-task-router-decision-id'));
+    expect(new Set(ids).size).toBe(40);
+    for (const seen of upstream.requests) {
+      const id = seen.headers['x-task-router-decision-id'];
+      const index = ids.indexOf(id as string);
+      expect(index).toBeGreaterThanOrEqual(0);
+      const api = APIS[index % 3]!;
+      expect(systemOf(api, seen.json)).toBe(expected[index % 4]);
+      expect(results[index]!.text).toBe('ok');
+    }
+  });
+});
+
+describe('soft routing (hard routing off)'
+, () => {
   let soft: TestGateway;
   beforeAll(async () => {
     soft = await startGatewayForTest({ upstreamUrl: upstream.url, overrides: { hardRouting: false } });

@@ -225,10 +225,8 @@ describe('idempotency: a body that already carries our prompt gets no second cop
     });
   });
 
-  // BUG: under `replace`, the first pass moves the client's cache marker onto our block. On a second
-  // pass our block is recognised as ours and stripped, and the marker is looked for only among the
-  // blocks that remain, so it is lost: f(f(x)) !== f(x), and the cache breakpoint disappears.
-  it.fails('anthropic blocks with a cache marker under replace: a second pass keeps the marker (f(f(x)) = f(x))', async () => {
+  // Under replace the client's cache marker moves onto our block; a second pass must keep it (f(f(x)) = f(x)).
+  it('anthropic blocks with a cache marker under replace: a second pass keeps the marker (f(f(x)) = f(x))', async () => {
     const body = {
       model: 'c', max_tokens: 8,
       system: [{ type: 'text', text: 'Block A.', cache_control: marker }],

@@ -5,10 +5,9 @@
  */
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { createGatewayApp, buildSnapshot } from '../../middleware/gateway.js';
+import { createGatewayApp, buildSnapshot, type GatewayAppOptions } from '../../middleware/gateway.js';
 import { loadConfig, DEFAULT_CONFIG_FILE } from '../../middleware/config.js';
-import type { RoutingHooks, RoutingSnapshot } from '../../middleware/task-router.js';
-import type { UpstreamHooks } from '../../middleware/proxy.js';
+import type { RoutingSnapshot } from '../../middleware/task-router.js';
 import type { PromptSet, Strategy } from '../../src/index.js';
 
 // ---------------------------------------------------------------------------------------------------
@@ -437,7 +436,7 @@ export interface GatewayOverrides {
   timeoutMs?: number;
   bodyBytes?: number;
   maxSockets?: number;
-  hooks?: RoutingHooks & UpstreamHooks;
+  hooks?: GatewayAppOptions['hooks'];
   /** A snapshot built by hand replaces the one built from config/default.yaml. */
   snapshot?: RoutingSnapshot;
 }

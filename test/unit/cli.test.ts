@@ -320,9 +320,8 @@ describe('check, usage and errors', () => {
     expect(run.stderr).toMatch(/--engine/);
   });
 
-  // BUG: `check` ignores --engine unless --rules is given: `check --engine nope` prints "rules: ok (… re2js)"
-  // and exits 0, and `check --engine re2-wasm` checks the rules on re2js. Usage says bad usage exits 2.
-  it.fails('check --engine nope → exit 2', () => {
+  // check validates --engine like classify and eval do, and checks the rules on that engine.
+  it('check --engine nope → exit 2', () => {
     const run = cli(['check', '--engine', 'nope']);
     expect(run.status).toBe(2);
   });

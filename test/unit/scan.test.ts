@@ -33,14 +33,15 @@ describe('scan budget on huge messages', () => {
     expect(decision.scan.truncated).toBe(true);
     expect(decision.scan.length).toBe(text.length);
     expect(decision.scan.scanned).toBeLessThanOrEqual(DEFAULT_SCAN_BUDGET);
-    expect(decision.scan.scanned).toBeGreaterThan(DEFAULT_SCAN_BUDGET - 4);
+    // Each cut moves back to white space, at most SEAM_SEARCH (256) characters per end.
+    expect(decision.scan.scanned).toBeGreaterThan(DEFAULT_SCAN_BUDGET - 2 * 256);
   });
 
   it('a trigger only in the first line of a huge paste is seen', () => {
     const text = `please fix the flaky login test\n${prose(1024 * 1024)}`;
     const decision = classifier.classify(text);
     expect(decision.mode).toBe('ACTION');
-    expect(decision.triggers.map((t) => t.match)).toEqual(expect.arrayContaining(['fix', 'test']));
+    expect(decision.triggers.map((t) => t.match)).toEqual(expect.arrayContaining(['please fix', 'test']));
     expect(decision.scan.truncated).toBe(true);
   });
 
@@ -67,29 +68,29 @@ describe('scan budget on huge messages', () => {
     const decision = classifier.classify(prose(DEFAULT_SCAN_BUDGET + 1));
     expect(decision.scan.truncated).toBe(true);
     expect(decision.scan.length).toBe(DEFAULT_SCAN_BUDGET + 1);
-    expect(decision.scan.scanned).toBe(DEFAULT_SCAN_BUDGET);
+    expect(decision.scan.scanned).toBeLessThanOrEqual(DEFAULT_SCAN_BUDGET);
+    expect(decision.scan.scanned).toBeGreaterThan(DEFAULT_SCAN_BUDGET - 2 * 256);
   });
 
   it('a custom budget is honoured, at both ends', () => {
     const small = createClassifier({ scanBudget: 256 });
     const tail = small.classify(`${prose(10_000)} now deploy it`);
     expect(tail.mode).toBe('ACTION');
-    expect(tail.scan).toEqual({ length: 10_000 + 14, scanned: 256, truncated: true });
+    expect(tail.scan).toMatchObject({ length: 10_000 + 14, truncated: true });
+    expect(tail.scan.scanned).toBeLessThanOrEqual(256);
     const head = small.classify(`deploy it now ${prose(10_000)}`);
     expect(head.mode).toBe('ACTION');
     // The middle is not read: that is the budget's point.
     const middle = small.classify(`${prose(5_000)} deploy ${prose(5_000)}`);
-    expect(middle.scan.scanned).toBe(256);
+    expect(middle.scan.scanned).toBeLessThanOrEqual(256);
+    expect(middle.mode).toBe('ANSWER');
   });
 
-  // BUG: the window cuts words in half, and the line break put at the seam turns the half into a whole word:
-  // "latest" cut after "la" leaves "test" at the start of the tail, "fixture" cut after "fix" leaves "fix" at
-  // the end of the head. Harmless prose (SPEC §2.3: substrings never count) is then routed ACTION with
-  // triggers [operation.test "test"] / [operation.fix "fix"], depending only on where the cut falls.
+  // Cuts land on white space: half a word at the seam ("la|test") must not read as a trigger.
   describe('a word cut at the edge of the window does not become a trigger', () => {
     const half = DEFAULT_SCAN_BUDGET / 2;
 
-    it.fails('tail cut inside "latest" (tail starts with "test")', () => {
+    it('tail cut inside "latest" (tail starts with "test")', () => {
       const unit = 'we talked about the latest news over brunch. ';
       const body = unit.repeat(Math.ceil((300 * 1024) / unit.length));
       const at = body.lastIndexOf('latest', body.length - half);
@@ -101,7 +102,7 @@ describe('scan budget on huge messages', () => {
       expect(decision.mode).toBe('ANSWER');
     });
 
-    it.fails('head cut inside "fixture" (head ends with "fix")', () => {
+    it('head cut inside "fixture" (head ends with "fix")', () => {
       const unit = 'the fixture list for the football season is out. ';
       const body = unit.repeat(Math.ceil((300 * 1024) / unit.length));
       const at = body.indexOf('fixture', half);

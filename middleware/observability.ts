@@ -1,0 +1,136 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import type { Request, Response } from 'express';
+import type { Logger } from 'pino';
+import { formatForPath, memoryEntry, previewOf, redactSecrets, type DecisionRecord } from '../src/index.js';
+import { DailyFiles, timeParts } from './daily-files.js';
+import type { Metrics } from './metrics.js';
+import type { UpstreamHooks } from './proxy.js';
+import type { ReloadResult } from './runtime.js';
+import { routingOf, type RoutedDecision, type RoutingHooks } from './task-router.js';
+
+export interface LoggingOptions {
+  /** Where decisions/ and memory/ go; null writes no files. */
+  readonly dir: string | null;
+  readonly decisions: boolean;
+  readonly memory: boolean;
+  /** Whether records and the memory log carry a redacted preview of the message. */
+  readonly preview: boolean;
+  /** Offset of the clock written and of the day boundary, in minutes east of UTC. */
+  readonly utcOffsetMinutes: number;
+  readonly maxQueuedBytes: number;
+  readonly flushMs: number;
+}
+
+export interface GatewayHooks extends RoutingHooks, UpstreamHooks {
+  requestDone?(req: Request, res: Response, seconds: number): void;
+}
+
+const requestIds = new WeakMap<Request, string>();
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
+
+/** The request's id for logs: the decision id, else a sane x-request-id, else a new one. */
+export function requestIdOf(req: Request): string {
+  const known = routingOf(req)?.decision?.id ?? requestIds.get(req);
+  if (known) return known;
+  const sent = req.headers['x-request-id'];
+  const id = typeof sent === 'string' && REQUEST_ID.test(sent) ? sent : randomUUID();
+  requestIds.set(req, id);
+  return id;
+}
+
+/** A trigger's matched text for the memory log: redacted and short (a URL can carry a token). */
+const shownMatch = (match: string) => {
+  const clean = redactSecrets(match).replace(/\s+/g, ' ');
+  return clean.length > 40 ? `${clean.slice(0, 39)}…` : clean;
+};
+
+export function decisionRecord(decision: RoutedDecision, iso: string, preview: boolean): DecisionRecord {
+  return {
+    v: 1,
+    id: decision.id,
+    time: iso,
+    mode: decision.mode,
+    classified: decision.classified,
+    trivial: decision.trivial,
+    confidence: decision.confidence,
+    triggers: decision.triggers.map(({ rule, category }) => ({ rule, category })),
+    step: decision.step,
+    route: decision.route,
+    enforced: decision.enforced,
+    override: decision.override,
+    debate: { verdict: decision.debate.verdict, stakes: decision.debate.stakes },
+    format: decision.format,
+    stream: decision.stream,
+    configHash: decision.configHash,
+    textSha256: createHash('sha256').update(decision.text).digest('hex'),
+    preview: preview ? previewOf(decision.text) : null,
+    micros: decision.micros ?? null,
+  };
+}
+
+/**
+ * Metrics, decision records, the daily memory log and operational logs, as hooks for the gateway.
+ * Files are written off the request path (see DailyFiles).
+ */
+export function observe(metrics: Metrics, logging: LoggingOptions, log: Logger, now: () => Date = () => new Date()) {
+  const dropped = (name: string) => (lines: number, reason: 'queue_full' | 'write_failed', error?: unknown) => {
+    metrics.logDropped.inc({ log: name, reason }, lines);
+    if (error) log.warn({ log: name, lines, err: (error as Error).message }, 'log lines dropped');
+  };
+  const files = (name: string, extension: string) => (logging.dir === null ? null : new DailyFiles({
+    dir: join(logging.dir, name), extension, maxQueuedBytes: logging.maxQueuedBytes, flushMs: logging.flushMs, dropped: dropped(name),
+  }));
+  const decisionFiles = logging.decisions ? files('decisions', 'jsonl') : null;
+  const memoryFiles = logging.memory ? files('memory', 'md') : null;
+
+  const hooks: GatewayHooks = {
+    decision(decision) {
+      metrics.decisions.inc({ mode: decision.mode, confidence: decision.confidence, routing: decision.routing, step: decision.step });
+      for (const trigger of decision.triggers) metrics.triggers.inc({ rule: trigger.rule });
+      if (decision.micros !== undefined) metrics.classifyDuration.observe(decision.micros / 1e6);
+      if (decision.debate.verdict !== 'NONE') metrics.debates.inc({ kind: 'planning', stakes: decision.debate.stakes });
+      if (!decisionFiles && !memoryFiles) return;
+      const { iso, day, clock } = timeParts(now(), logging.utcOffsetMinutes);
+      const record = decisionRecord(decision, iso, logging.preview);
+      decisionFiles?.append(day, `${JSON.stringify(record)}\n`);
+      memoryFiles?.append(day, memoryEntry(record, clock, decision.triggers.map((trigger) => shownMatch(trigger.match))));
+    },
+    skip(reason) {
+      metrics.skipped.inc({ reason });
+    },
+    override(mode) {
+      metrics.overrides.inc({ mode });
+    },
+    fallback(stage, to, error, req) {
+      metrics.fallbacks.inc({ stage, reason: to });
+      log.warn({ requestId: requestIdOf(req), stage, fallback: to, err: redactSecrets((error as Error)?.message ?? String(error)) }, 'routing degraded');
+    },
+    response(status, req) {
+      const format = routingOf(req)?.format.name ?? 'other';
+      metrics.upstreamResponses.inc({ format, status_class: status >= 100 && status < 600 ? `${Math.floor(status / 100)}xx` : 'other' });
+    },
+    error(kind, error, req) {
+      metrics.upstreamErrors.inc({ kind });
+      log.warn({ requestId: requestIdOf(req), kind, err: redactSecrets(error.message) }, 'upstream failed');
+    },
+    requestDone(req, _res, seconds) {
+      const routing = routingOf(req);
+      const format = routing?.format.name ?? (req.method === 'POST' ? formatForPath(req.path)?.name : undefined) ?? 'other';
+      metrics.requestDuration.observe({ format, stream: String(routing?.decision?.stream ?? false) }, seconds);
+    },
+  };
+
+  return {
+    hooks,
+    setHardRouting: (on: boolean) => metrics.hardRouting.set(on ? 1 : 0),
+    reloaded: (result: ReloadResult) => metrics.configReloads.inc({ result: result.ok ? 'ok' : 'rejected' }),
+    /** Writes out what is queued. */
+    flush: async () => {
+      await Promise.all([decisionFiles?.flush(), memoryFiles?.flush()]);
+    },
+    close: async () => {
+      await Promise.all([decisionFiles?.close(), memoryFiles?.close()]);
+    },
+  };
+}

@@ -1,0 +1,64 @@
+import { z } from 'zod';
+import { CATEGORIES } from './categories.js';
+import { CONFIDENCES, MODES, STAKES, STEPS } from './decision.js';
+import { FORMATS } from './formats/index.js';
+import type { Route } from './route.js';
+
+/** One line of decisions/YYYY-MM-DD.jsonl. Versioned: readers check `v`. */
+export const DecisionRecordSchema = z
+  .object({
+    v: z.literal(1),
+    id: z.uuid(),
+    /** ISO 8601 with the offset written, e.g. 2026-11-22T13:26:05.120+00:00. */
+    time: z.string().regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}[+-]\d{2}:\d{2}$/),
+    mode: z.enum(MODES),
+    /** The mode the rules chose, before any override. */
+    classified: z.enum(MODES),
+    trivial: z.boolean(),
+    confidence: z.enum(CONFIDENCES),
+    triggers: z.array(z.object({ rule: z.string(), category: z.enum([...CATEGORIES, 'trivial']) }).strict()),
+    step: z.enum(STEPS),
+    route: z.enum(['answer', 'action', 'tool_specialist', 'soft_router']),
+    /** true: hard routing applied the route; false: soft routing, the decision is shadow. */
+    enforced: z.boolean(),
+    override: z.enum(MODES).nullable(),
+    debate: z.object({ verdict: z.string(), stakes: z.enum(STAKES) }).strict(),
+    format: z.enum(FORMATS),
+    stream: z.boolean(),
+    configHash: z.string(),
+    /** SHA-256 of the classified text, hex. */
+    textSha256: z.string().regex(/^[0-9a-f]{64}$/),
+    /** First characters of the text with secrets redacted; null when previews are off. */
+    preview: z.string().max(50).nullable(),
+    micros: z.number().nonnegative().nullable(),
+  })
+  .strict();
+
+export type DecisionRecord = z.infer<typeof DecisionRecordSchema>;
+
+const ROUTED_TO: Readonly<Record<Route, string>> = {
+  answer: 'Direct Response',
+  action: 'Swarm Orchestrator',
+  tool_specialist: 'Tool Specialist (fast path)',
+  soft_router: 'Soft Router (the LLM decides)',
+};
+
+/**
+ * The daily memory log entry for a decision, in the routing log's format:
+ *
+ *     13:26 ROUTE "fix the E2E tests in zbooks repo" → ACTION
+ *       Triggers: [fix, tests, repo]
+ *       Confidence: STRONG (3 triggers)
+ *       Routed to: Swarm Orchestrator
+ */
+export function memoryEntry(record: DecisionRecord, clock: string, matches: readonly string[]): string {
+  const subject = record.preview === null ? `[${record.id}]` : JSON.stringify(record.preview);
+  const lines = [`${clock} ROUTE ${subject} → ${record.mode}`, `  Triggers: [${matches.join(', ')}]`];
+  if (record.step === 'question') lines.push('  Pattern: Question + no external refs');
+  else if (record.step === 'default') lines.push('  Pattern: No trigger (default)');
+  else lines.push(`  Confidence: ${record.confidence} (${record.triggers.length} trigger${record.triggers.length === 1 ? '' : 's'})`);
+  if (record.override) lines.push(`  Override: ${record.override} (rules chose ${record.classified})`);
+  if (record.debate.verdict !== 'NONE') lines.push(`  Debate: ${record.debate.verdict} (stakes ${record.debate.stakes})`);
+  lines.push(`  Routed to: ${ROUTED_TO[record.route]}${record.enforced ? '' : ` (shadow: ${record.mode})`}`);
+  return `${lines.join('\n')}\n\n`;
+}
