@@ -60,6 +60,10 @@ const SSE_WARMUP = QUICK ? 10 : 20;
 const PROFILE = argv.includes('--cpu-prof');
 const PROFILE_DIR = option('--cpu-prof-dir') ?? os.tmpdir();
 const HOST = '127.0.0.1';
+/** Bounds on anything that could otherwise wait forever: an IPC answer, one fetch, a child's exit. */
+const IPC_TIMEOUT_MS = 15_000;
+const FETCH_TIMEOUT_MS = 15_000;
+const EXIT_TIMEOUT_MS = 5_000;
 
 const TARGET_THROUGHPUT_RATIO = 0.85;
 const TARGET_P99_DELTA_MS = 1;
@@ -94,7 +98,7 @@ const HISTORY = [
   },
 ];
 
-const ANSWER_TURN = 'Not yet. Before I dig in: why would the new queue worker make lock waits more likely than the old cron job did, and how would I tell a lock wait apart from an exhausted connection pool?';
+const ANSWER_TURN = 'Why would the new queue worker cause more lock waits than the old cron job did, and how can I tell a lock wait apart from an exhausted connection pool?';
 const ACTION_TURN = 'Yes. Run the export job locally against the staging queue, grep the worker logs for lock timeouts, and fix the retry backoff in services/billing/src/jobs/export.ts so it gives up after three attempts.';
 
 function chatBody(lastTurn: string, stream: boolean): string {
@@ -248,9 +252,14 @@ class Child {
     const proc = fork(file, args, { execArgv: [], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     return new Promise((resolve, reject) => {
       const failed = (code: number | null) => reject(new Error(`${name} exited (code ${code}) before it was ready`));
+      const timer = setTimeout(() => {
+        proc.kill('SIGKILL');
+        reject(new Error(`${name} was not ready within ${IPC_TIMEOUT_MS} ms`));
+      }, IPC_TIMEOUT_MS);
       proc.once('exit', failed);
       proc.once('error', reject);
       proc.once('message', (message: Message) => {
+        clearTimeout(timer);
         proc.off('exit', failed);
         if (message.type !== 'ready') return reject(new Error(`${name}: unexpected first message ${message.type}`));
         resolve(new Child(name, proc, message.url, message.info ?? ''));
@@ -259,8 +268,15 @@ class Child {
   }
 
   ask(type: Message['type']): Promise<Message> {
-    return new Promise((resolve) => {
-      this.waiting.set(type, resolve);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.waiting.delete(type);
+        reject(new Error(`${this.name} did not answer "${type}" within ${IPC_TIMEOUT_MS} ms`));
+      }, IPC_TIMEOUT_MS);
+      this.waiting.set(type, (message) => {
+        clearTimeout(timer);
+        resolve(message);
+      });
       this.proc.send({ type });
     });
   }
@@ -270,11 +286,20 @@ class Child {
     return message.type === 'cpu' ? message.usage : { user: 0, system: 0 };
   }
 
+  /** Asks the child to close its server and agent and exit; kills it if it has not within EXIT_TIMEOUT_MS. */
   close(): Promise<void> {
-    if (this.proc.exitCode !== null) return Promise.resolve();
+    if (this.proc.exitCode !== null || this.proc.signalCode !== null) return Promise.resolve();
     return new Promise((resolve) => {
-      this.proc.once('exit', () => resolve());
-      this.proc.send({ type: 'close' });
+      const timer = setTimeout(() => {
+        process.stderr.write(`${this.name} did not exit within ${EXIT_TIMEOUT_MS} ms of "close"; killing it\n`);
+        this.proc.kill('SIGKILL');
+      }, EXIT_TIMEOUT_MS);
+      this.proc.once('exit', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      if (this.proc.connected) this.proc.send({ type: 'close' });
+      else this.proc.kill('SIGTERM');
     });
   }
 }
@@ -406,7 +431,7 @@ interface StreamResult { readonly ttfbMs: number; readonly ok: boolean }
 
 async function streamOnce(url: string, body: string): Promise<StreamResult> {
   const started = performance.now();
-  const response = await fetch(`${url}${CHAT_PATH}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+  const response = await fetch(`${url}${CHAT_PATH}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body, signal: AbortSignal.timeout(FETCH_TIMEOUT_MS) });
   const reader = response.body!.getReader();
   const first = await reader.read();
   const ttfbMs = performance.now() - started;
@@ -428,10 +453,11 @@ async function streamRuns(a: Child, b: Child): Promise<{ a: number[]; b: number[
     // Pairs alternate their order (A B, B A, …) so neither setup always goes first.
     const order: ['a' | 'b', Child][] = index % 2 === 0 ? [['a', a], ['b', b]] : [['b', b], ['a', a]];
     for (const [key, child] of order) {
-      const result = await streamOnce(child.url, body);
+      const result = await streamOnce(child.url, body).catch((): StreamResult => ({ ttfbMs: Number.NaN, ok: false }));
       if (index < SSE_WARMUP) continue;
-      out[key].push(result.ttfbMs);
       if (!result.ok) out.failures[key] += 1;
+      if (Number.isNaN(result.ttfbMs)) continue;
+      out[key].push(result.ttfbMs);
     }
   }
   return out;
@@ -444,7 +470,7 @@ async function routingCheck(a: Child, b: Child): Promise<string[]> {
   const lines: string[] = [];
   for (const [label, child] of [['A bare   ', a], ['B gateway', b]] as const) {
     for (const [turn, body] of [['ANSWER turn', BODIES.answer], ['ACTION turn', BODIES.action]] as const) {
-      const response = await fetch(`${child.url}${CHAT_PATH}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+      const response = await fetch(`${child.url}${CHAT_PATH}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body, signal: AbortSignal.timeout(FETCH_TIMEOUT_MS) });
       const json = (await response.json()) as { choices?: { message?: { content?: string } }[] };
       const mode = response.headers.get('x-task-router-mode');
       const route = response.headers.get('x-task-router-route');

@@ -33,7 +33,7 @@ export const ConfigSchema = z
         hard: z.boolean().default(true),
         strategy: z.enum(STRATEGIES).default('replace'),
         engine: z.enum(['re2js', 're2-wasm']).default('re2js'),
-        scanBudget: z.number().int().min(256).default(64 * 1024),
+        scanBudget: z.number().int().min(256).default(16 * 1024),
         overrides: z.boolean().default(true),
       })
       .strict()

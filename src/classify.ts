@@ -93,9 +93,11 @@ export function classifyText(rules: CompiledRuleSet, text: string, options: Clas
   const started = options.now?.();
   const window = scanWindow(text, Math.min(options.scanBudget, rules.engine.maxInput));
   const cleaned = cleanText(window.text);
-  const normalized = matchingForm(maskProductNames(foldLookalikes(cleaned, rules.lookalikes), rules.names));
+  const folded = foldLookalikes(cleaned, rules.lookalikes);
+  const normalized = matchingForm(maskProductNames(folded, rules.names));
   // Letters with two readings (Cyrillic у as y or u): the rules also see the other reading.
-  const alternate = matchingForm(maskProductNames(foldLookalikes(cleaned, rules.lookalikes, 1), rules.names));
+  const otherFold = folded === cleaned ? folded : foldLookalikes(cleaned, rules.lookalikes, 1);
+  const alternate = otherFold === folded ? normalized : matchingForm(maskProductNames(otherFold, rules.names));
   const readings = alternate === normalized ? 1 : 2;
 
   const matches = rules.scan(normalized);

@@ -11,8 +11,11 @@ import { compileRuleSet, type CompiledRuleSet } from './ruleset.js';
 
 export const ENGINES: Readonly<Record<EngineName, RegexEngine>> = { re2js: re2jsEngine, 're2-wasm': re2wasmEngine };
 
-/** Default scan budget: 64 Ki UTF-16 units per message, read as 32 Ki at each end. */
-export const DEFAULT_SCAN_BUDGET = 64 * 1024;
+/**
+ * Default scan budget: 16 Ki UTF-16 units per message, read as 8 Ki at each end. A request sits at the
+ * start or the end of a paste; reading more costs about 1 ms per Ki on re2js (see bench/classify.ts).
+ */
+export const DEFAULT_SCAN_BUDGET = 16 * 1024;
 
 export interface ClassifierOptions {
   /** Rule set data (the shape of config/rules.json); validated and compiled once. Default: the shipped rules. */

@@ -21,10 +21,19 @@ const RuleSchema = z
     /** Whole words and phrases; `{a|b}` inside one stands for each choice in turn. */
     words: z.array(z.string().trim().min(1)).min(1).optional(),
     pattern: z.string().min(1).optional(),
+    /**
+     * Literals at least one of which every match of `pattern` contains: the pattern runs only on text
+     * holding one of them. `{<}ls ` means "ls " at the start of a word. A literal missing from this list
+     * hides matches, so tests check the list against every pattern match in the corpus.
+     */
+    requires: z.array(z.string().min(1).regex(/^(?:\{<\})?[\x00-\x7f]+$/, 'ASCII, as the text rules see').refine((literal) => literal === literal.toLowerCase(), 'lower case, as the text rules see')).min(1).optional(),
   })
   .strict()
   .refine((rule) => (rule.words === undefined) !== (rule.pattern === undefined), {
     message: 'a rule has either "words" or "pattern", not both and not neither',
+  })
+  .refine((rule) => rule.requires === undefined || rule.pattern !== undefined, {
+    message: '"requires" belongs to pattern rules only',
   });
 
 const RuleSetShape = z
@@ -69,7 +78,7 @@ export interface CompiledRuleSet {
   readonly question: CompiledPattern;
   readonly notQuestion: CompiledPattern | null;
   readonly trivial: readonly { readonly command: string; readonly pattern: CompiledPattern }[];
-  readonly names: readonly string[];
+  readonly names: ReadonlySet<string>;
   readonly lookalikes: Lookalikes;
   readonly engine: RegexEngine;
 }
@@ -100,7 +109,8 @@ function phrase(text: string): string {
   return text.toLowerCase().split(/\s+/).map(escapeRegex).join('\\s+');
 }
 
-function expandBoundaries(pattern: string): string {
+/** A rule pattern as the engine compiles it: `{<}` and `{>}` spelled out. */
+export function expandBoundaries(pattern: string): string {
   return pattern.replaceAll('{<}', WORD_START).replaceAll('{>}', WORD_END);
 }
 
@@ -152,7 +162,7 @@ export function compileRuleSet(data: unknown, engine: RegexEngine): CompiledRule
 
   const rules: CompiledRule[] = ruleSet.rules.map(({ id, category }) => ({ id, category }));
   const wordRules: { index: number; words: string[] }[] = [];
-  const patternRules: { index: number; pattern: CompiledPattern }[] = [];
+  const patternRules: { index: number; pattern: CompiledPattern; requires: readonly string[] | undefined }[] = [];
   ruleSet.rules.forEach((rule, index) => {
     if (rule.words !== undefined) {
       let words: string[];
@@ -168,7 +178,7 @@ export function compileRuleSet(data: unknown, engine: RegexEngine): CompiledRule
       return;
     }
     const pattern = compile(`rule "${rule.id}"`, expandBoundaries(rule.pattern ?? ''));
-    if (pattern) patternRules.push({ index, pattern });
+    if (pattern) patternRules.push({ index, pattern, requires: rule.requires });
   });
   const phrases = buildPhraseIndex(wordRules);
   const question = compile('question.starts', questionSource(ruleSet.question, ruleSet.question.starts));
@@ -186,9 +196,10 @@ export function compileRuleSet(data: unknown, engine: RegexEngine): CompiledRule
     scan(text) {
       const found = new Map<number, string>();
       matchPhrases(phrases, text, found);
-      for (const { index, pattern } of patternRules) {
-        if (!pattern.test(text)) continue;
-        const match = pattern.firstMatch(text);
+      for (const { index, pattern, requires } of patternRules) {
+        const at = requires === undefined ? 0 : firstIndexOf(text, requires);
+        if (at === -1 || !pattern.test(text)) continue;
+        const match = matchText(pattern, text, at);
         if (match !== null) found.set(index, match);
       }
       return found;
@@ -196,8 +207,58 @@ export function compileRuleSet(data: unknown, engine: RegexEngine): CompiledRule
     question,
     notQuestion,
     trivial,
-    names: ruleSet.names.map((name) => name.toLowerCase()),
+    names: new Set(ruleSet.names.map((name) => name.toLowerCase())),
     lookalikes: new Map(Object.entries(ruleSet.lookalikes)),
     engine,
   };
+}
+
+const WORD_START_HINT = '{<}';
+const WORD_CHAR = /[a-z0-9_-]/;
+
+/** Where `literal` first occurs in `text` at the start of a word (after a non-word character or at 0). */
+function indexAtWordStart(text: string, literal: string): number {
+  for (let at = text.indexOf(literal); at !== -1; at = text.indexOf(literal, at + 1)) {
+    if (at === 0 || !WORD_CHAR.test(text.charAt(at - 1))) return at;
+  }
+  return -1;
+}
+
+/** Where the first of `literals` occurs in `text`, or -1; a literal written `{<}…` counts only at a word start. */
+export function firstIndexOf(text: string, literals: readonly string[]): number {
+  let first = -1;
+  for (const literal of literals) {
+    const at = literal.startsWith(WORD_START_HINT) ? indexAtWordStart(text, literal.slice(WORD_START_HINT.length)) : text.indexOf(literal);
+    if (at !== -1 && (first === -1 || at < first)) first = at;
+  }
+  return first;
+}
+
+/** Extracting a capture is far slower than testing (an NFA, not a DFA), so it runs on a small chunk. */
+const CHUNK = 1024;
+const OVERLAP = 256;
+
+/** The nearest white space at or before `at`, so a chunk never starts inside a word. */
+function wordStart(text: string, at: number): number {
+  for (let i = at; i > 0 && i > at - OVERLAP; i -= 1) if (/\s/.test(text.charAt(i - 1))) return i;
+  return Math.max(0, at);
+}
+
+/**
+ * Text of a match of a pattern already known to match `text`, for the trigger's explanation: the first
+ * chunk (from near the first hint literal, cut at white space) that tests true is searched for it.
+ * Whether the rule matched is decided by the test on the whole text, never by a chunk.
+ */
+function matchText(pattern: CompiledPattern, text: string, hint: number): string | null {
+  if (text.length > CHUNK + OVERLAP) {
+    for (let start = wordStart(text, Math.max(0, hint - OVERLAP)); start < text.length; start = wordStart(text, start + CHUNK)) {
+      const chunk = text.slice(start, start + CHUNK + OVERLAP);
+      if (pattern.test(chunk)) {
+        const match = pattern.firstMatch(chunk);
+        if (match !== null) return match;
+      }
+      if (start + CHUNK + OVERLAP >= text.length) break;
+    }
+  }
+  return pattern.firstMatch(text);
 }
