@@ -19,12 +19,18 @@ export const ConfigSchema = z
         url: z.url({ protocol: /^https?$/, error: 'an http:// or https:// URL' }).nullable().default(null),
         timeoutMs: z.number().int().positive().default(120_000),
         maxSockets: z.number().int().positive().default(256),
+        /** Longest silence inside a response body (between two bytes) before both sides are closed. */
+        idleTimeoutMs: z.number().int().positive().default(300_000),
       })
       .strict()
       .prefault({}),
     limits: z
       .object({
         bodyBytes: z.number().int().positive().default(10 * 1024 * 1024),
+        /** Largest request head (request line and headers) a client may send; larger gets a 431. Node's default is 16 KiB. */
+        headerBytes: z.number().int().min(1024).max(1024 * 1024).default(16 * 1024),
+        /** Most messages (input items for /responses) in one chat request; more gets a 413. */
+        maxMessages: z.number().int().positive().default(10_000),
       })
       .strict()
       .prefault({}),
@@ -77,6 +83,21 @@ export const ConfigSchema = z
         /** Serve the admin API on its own address; null keeps it on the gateway's. It is on only when ADMIN_TOKEN is set. */
         host: z.string().min(1).nullable().default(null),
         port: z.number().int().min(0).max(65535).nullable().default(null),
+      })
+      .strict()
+      .prefault({}),
+    sessions: z
+      .object({
+        /** The request header naming a session; requests without it keep no failure-debate state. */
+        header: z.string().regex(/^[A-Za-z0-9-]+$/, 'an HTTP header name').transform((name) => name.toLowerCase()).default('x-task-router-session'),
+        /** Sessions kept in memory; the least recently used is forgotten first. */
+        maxSessions: z.number().int().positive().default(10_000),
+        /** A session is forgotten this long after its last request or outcome. */
+        ttlSeconds: z.number().int().positive().max(30 * 24 * 3600).default(3600),
+        /** Tasks remembered per session; the least recently used is forgotten first. */
+        maxTasksPerSession: z.number().int().positive().max(1000).default(32),
+        /** Recent decision ids per session that an outcome may name instead of a task key. */
+        maxDecisionsPerSession: z.number().int().positive().max(10_000).default(64),
       })
       .strict()
       .prefault({}),

@@ -1,28 +1,37 @@
 import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
+import http, { type Server } from 'node:http';
 import express, { type Express, type Request, type Response, type Router } from 'express';
-import { formatForPath } from '../src/index.js';
+import { formatForPath, type Outcome } from '../src/index.js';
 import { adminRouter } from './admin.js';
 import { startEchoUpstream, type EchoUpstream } from './echo-upstream.js';
 import { bodyErrors, jsonBody } from './json-body.js';
+import { DEFAULT_MAX_MESSAGES, messageLimit } from './limits.js';
 import { pino, type Logger } from 'pino';
 import { bearerAuth } from './admin.js';
 import { offsetMinutes } from './config.js';
 import { createMetrics } from './metrics.js';
 import { observe, type GatewayHooks } from './observability.js';
+import { outcomesRouter, sessionsRouter } from './outcomes.js';
 import { createUpstreamProxy } from './proxy.js';
 import { RoutingRuntime, type RuntimeEvents } from './runtime.js';
+import { MemorySessionStore, SessionTracker } from './sessions.js';
 
 export { buildSnapshot } from './snapshot.js';
 import { dropClientDecisionHeaders, taskRouter, type RoutingSnapshot } from './task-router.js';
 
 export interface GatewayAppOptions {
   readonly snapshot: () => RoutingSnapshot;
-  readonly upstream: { readonly url: string; readonly timeoutMs: number; readonly maxSockets: number };
+  readonly upstream: { readonly url: string; readonly timeoutMs: number; readonly maxSockets: number; readonly idleTimeoutMs?: number };
   readonly bodyBytes: number;
+  /** Most messages per chat request (limits.maxMessages); default DEFAULT_MAX_MESSAGES. */
+  readonly maxMessages?: number;
   readonly hooks?: GatewayHooks;
   /** Routes served before the proxy, e.g. the admin API. */
   readonly extraRoutes?: readonly Router[];
+  /** Failure-debate state per session; with it, POST /router/outcomes is served. */
+  readonly sessions?: SessionTracker;
+  /** Observes every outcome report accepted. */
+  readonly outcomeReported?: (outcome: Outcome) => void;
 }
 
 /**
@@ -59,9 +68,13 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Express; cl
   app.use('/admin', (_req: Request, res: Response) => {
     res.status(404).json({ error: { message: 'the admin API is not served here: set ADMIN_TOKEN to turn it on (admin.host/admin.port move it to its own address)', type: 'invalid_request_error' } });
   });
+  if (options.sessions) app.use(outcomesRouter(options.sessions, options.outcomeReported));
+  app.use('/router', (_req: Request, res: Response) => {
+    res.status(404).json({ error: { message: 'no such task-router endpoint here: POST /router/outcomes; GET /router/sessions/:id needs ADMIN_TOKEN and is served with the admin API', type: 'invalid_request_error' } });
+  });
 
   const chat = express.Router();
-  chat.use(jsonBody(options.bodyBytes), bodyErrors, taskRouter({ snapshot: options.snapshot, ...(options.hooks ? { hooks: options.hooks } : {}) }));
+  chat.use(jsonBody(options.bodyBytes), bodyErrors, messageLimit(options.maxMessages ?? DEFAULT_MAX_MESSAGES), taskRouter({ snapshot: options.snapshot, ...(options.hooks ? { hooks: options.hooks } : {}), ...(options.sessions ? { sessions: options.sessions } : {}) }));
   app.use((req, res, next) => {
     if (req.method === 'POST' && formatForPath(req.path)) return chat(req, res, next);
     dropClientDecisionHeaders(req);
@@ -94,9 +107,11 @@ export interface StartOptions {
   readonly log?: Logger;
 }
 
-function listen(app: Express, port: number, host: string): Promise<Server> {
+/** Listens with Node's own request-head limit set (limits.headerBytes): a larger head gets a 431 from Node. */
+function listen(app: Express, port: number, host: string, maxHeaderSize: number): Promise<Server> {
   return new Promise((resolve, reject) => {
-    const server = app.listen(port, host, () => resolve(server));
+    const server = http.createServer({ maxHeaderSize }, app);
+    server.listen(port, host, () => resolve(server));
     server.once('error', reject);
   });
 }
@@ -152,29 +167,37 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
   let echo: EchoUpstream | null = null;
   const upstreamUrl = config.upstream.url ?? (echo = await startEchoUpstream(config.server.host)).url;
   const token = env.ADMIN_TOKEN?.trim() || null;
-  const admin = token ? adminRouter(runtime, token) : null;
+  const { sessions: sessionConfig } = config;
+  const sessions = new SessionTracker(
+    { header: sessionConfig.header, maxTasks: sessionConfig.maxTasksPerSession, maxDecisions: sessionConfig.maxDecisionsPerSession },
+    new MemorySessionStore({ maxSessions: sessionConfig.maxSessions, ttlMs: sessionConfig.ttlSeconds * 1000 }),
+  );
+  const admin = token ? adminRouter(runtime, token).use(sessionsRouter(sessions, token)) : null;
   const separateAdmin = admin !== null && (config.admin.host !== null || config.admin.port !== null);
   const gateway = createGatewayApp({
     snapshot: runtime.snapshot,
-    upstream: { url: upstreamUrl, timeoutMs: config.upstream.timeoutMs, maxSockets: config.upstream.maxSockets },
+    upstream: { url: upstreamUrl, timeoutMs: config.upstream.timeoutMs, maxSockets: config.upstream.maxSockets, idleTimeoutMs: config.upstream.idleTimeoutMs },
     bodyBytes: config.limits.bodyBytes,
+    maxMessages: config.limits.maxMessages,
     hooks: observability.hooks,
+    sessions,
+    outcomeReported: observability.outcome,
     extraRoutes: [...(admin && !separateAdmin ? [admin] : []), ...(config.metrics.enabled && !separateMetrics ? [metricsRoutes] : [])],
   });
-  const server = await listen(gateway.app, config.server.port, config.server.host);
+  const server = await listen(gateway.app, config.server.port, config.server.host, config.limits.headerBytes);
   let adminServer: Server | null = null;
   if (admin && separateAdmin) {
     const adminApp = express();
     adminApp.disable('x-powered-by');
     adminApp.use(admin);
-    adminServer = await listen(adminApp, config.admin.port ?? 0, config.admin.host ?? config.server.host);
+    adminServer = await listen(adminApp, config.admin.port ?? 0, config.admin.host ?? config.server.host, config.limits.headerBytes);
   }
   let metricsServer: Server | null = null;
   if (separateMetrics) {
     const metricsApp = express();
     metricsApp.disable('x-powered-by');
     metricsApp.use(metricsRoutes);
-    metricsServer = await listen(metricsApp, config.metrics.port ?? 0, config.metrics.host ?? config.server.host);
+    metricsServer = await listen(metricsApp, config.metrics.port ?? 0, config.metrics.host ?? config.server.host, config.limits.headerBytes);
   }
   if (config.reload.watch) runtime.watch();
   const address = server.address() as AddressInfo;

@@ -2,12 +2,12 @@ import { createHash, randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import type { Request, Response } from 'express';
 import type { Logger } from 'pino';
-import { formatForPath, memoryEntry, previewOf, redactSecrets, type DecisionRecord } from '../src/index.js';
+import { formatForPath, memoryEntry, previewOf, redactSecrets, type DecisionRecord, type Outcome } from '../src/index.js';
 import { DailyFiles, timeParts } from './daily-files.js';
 import type { Metrics } from './metrics.js';
 import type { UpstreamHooks } from './proxy.js';
 import type { ReloadResult } from './runtime.js';
-import { routingOf, type RoutedDecision, type RoutingHooks } from './task-router.js';
+import { debatesOf, routingOf, type RoutedDecision, type RoutingHooks } from './task-router.js';
 
 export interface LoggingOptions {
   /** Where decisions/ and memory/ go; null writes no files. */
@@ -60,6 +60,7 @@ export function decisionRecord(decision: RoutedDecision, iso: string, preview: b
     enforced: decision.enforced,
     override: decision.override,
     debate: { verdict: decision.debate.verdict, stakes: decision.debate.stakes },
+    ...(decision.failure ? { failure: { verdict: decision.failure.verdict, trigger: decision.failure.trigger, task: decision.failure.task, stakes: decision.failure.stakes } } : {}),
     format: decision.format,
     stream: decision.stream,
     configHash: decision.configHash,
@@ -89,7 +90,7 @@ export function observe(metrics: Metrics, logging: LoggingOptions, log: Logger, 
       metrics.decisions.inc({ mode: decision.mode, confidence: decision.confidence, routing: decision.routing, step: decision.step });
       for (const trigger of decision.triggers) metrics.triggers.inc({ rule: trigger.rule });
       if (decision.micros !== undefined) metrics.classifyDuration.observe(decision.micros / 1e6);
-      if (decision.debate.verdict !== 'NONE') metrics.debates.inc({ kind: 'planning', stakes: decision.debate.stakes });
+      for (const debate of debatesOf(decision)) metrics.debates.inc(debate);
       if (!decisionFiles && !memoryFiles) return;
       const { iso, day, clock } = timeParts(now(), logging.utcOffsetMinutes);
       const record = decisionRecord(decision, iso, logging.preview);
@@ -125,6 +126,7 @@ export function observe(metrics: Metrics, logging: LoggingOptions, log: Logger, 
     hooks,
     setHardRouting: (on: boolean) => metrics.hardRouting.set(on ? 1 : 0),
     reloaded: (result: ReloadResult) => metrics.configReloads.inc({ result: result.ok ? 'ok' : 'rejected' }),
+    outcome: (outcome: Outcome) => metrics.outcomes.inc({ outcome }),
     /** Writes out what is queued. */
     flush: async () => {
       await Promise.all([decisionFiles?.flush(), memoryFiles?.flush()]);

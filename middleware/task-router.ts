@@ -4,6 +4,7 @@ import {
   applyOverride,
   assemblePrompt,
   createClassifier,
+  debatable,
   formatForPath,
   ownPrompts,
   routeOf,
@@ -13,11 +14,14 @@ import {
   type FormatName,
   type JsonObject,
   type Mode,
+  type PendingDebate,
   type PromptSet,
   type Route,
   type Strategy,
+  taskKeyOf,
 } from '../src/index.js';
 import { sendError } from './errors.js';
+import { SESSION_ID, type SessionTracker } from './sessions.js';
 
 /** Everything one request is routed with; read once per request, so a reload never mixes two configs. */
 export interface RoutingSnapshot {
@@ -45,11 +49,17 @@ export interface RoutedDecision extends Decision {
   readonly configHash: string;
   /** The human text that was classified; for hashing and redacted previews, never for labels. */
   readonly text: string;
+  /** The session the request named (see TaskRouterOptions.sessions), or null. */
+  readonly session: string | null;
+  /** The request's task key within its session (outcomes are reported against it), or null without a session. */
+  readonly task: string | null;
+  /** The failure debate or escalation this request carries for its session, or null. */
+  readonly failure: PendingDebate | null;
 }
 
-export type FallbackStage = 'classify' | 'rewrite' | 'soft_router';
-/** What a request degraded to: the soft-router prompt, or the body as it came. */
-export type FallbackTo = 'soft_routing' | 'passthrough';
+export type FallbackStage = 'classify' | 'rewrite' | 'soft_router' | 'session';
+/** What a request degraded to: the soft-router prompt, the body as it came, or routing without session state. */
+export type FallbackTo = 'soft_routing' | 'passthrough' | 'stateless';
 export type SkipReason = 'no_human_text' | 'not_an_object';
 
 /** Observers of routing; each is called synchronously and must not throw (errors are swallowed). */
@@ -69,6 +79,8 @@ export interface TaskRouterOptions {
   hardRouting?: boolean;
   allowOverride?: boolean;
   hooks?: RoutingHooks;
+  /** Failure-debate state per session; without it (or without the session header) routing is stateless. */
+  sessions?: SessionTracker;
 }
 
 export const HEADER = {
@@ -79,6 +91,8 @@ export const HEADER = {
   step: 'x-task-router-step',
   routing: 'x-task-router-routing',
   override: 'x-task-router-override',
+  debate: 'x-task-router-debate',
+  task: 'x-task-router-task',
 } as const;
 
 /** Headers the client may send us; every other x-task-router-* header from a client is dropped. */
@@ -90,6 +104,17 @@ interface RequestRouting {
   /** Whether req.body was rewritten; if not, the original bytes are forwarded. */
   readonly rewritten: boolean;
   readonly format: ChatFormat;
+  /**
+   * The rewritten body as JSON, serialized while routing could still fall back: a body nested deeper
+   * than JSON.stringify can recurse parses fine but cannot be re-serialized, and that must degrade to
+   * pass-through here, not throw in the proxy. `from` is the object it was made from.
+   */
+  readonly serialized?: { readonly from: unknown; readonly bytes: Buffer };
+}
+
+/** The body as JSON bytes; throws (RangeError) on nesting too deep to serialize. */
+function serialize(body: JsonObject): { from: unknown; bytes: Buffer } {
+  return { from: body, bytes: Buffer.from(JSON.stringify(body)) };
 }
 
 const routingByRequest = new WeakMap<Request, RequestRouting>();
@@ -99,8 +124,31 @@ export function routingOf(req: Request): RequestRouting | undefined {
   return routingByRequest.get(req);
 }
 
+export type DebateKind = 'planning' | 'failure' | 'escalate';
+
+/**
+ * The debates a decision carries, planning first. An escalation supersedes the planning debate (its
+ * prompt is left out: see assemblePrompt). A failure debate's stakes are those of the task that failed.
+ */
+export function debatesOf(decision: RoutedDecision): { kind: DebateKind; stakes: Decision['debate']['stakes'] }[] {
+  const debates: { kind: DebateKind; stakes: Decision['debate']['stakes'] }[] = [];
+  if (decision.debate.verdict === 'DEBATE_PLANNING' && decision.failure?.verdict !== 'AUTO_ESCALATE') debates.push({ kind: 'planning', stakes: decision.debate.stakes });
+  if (decision.failure) debates.push({ kind: decision.failure.verdict === 'AUTO_ESCALATE' ? 'escalate' : 'failure', stakes: decision.failure.stakes });
+  return debates;
+}
+
+/** `planning; stakes=high`, `failure; stakes=none; trigger=consecutive_failures; failures=2; task=…`, comma-separated. */
+function debateHeader(decision: RoutedDecision): string | null {
+  const parts = debatesOf(decision).map(({ kind, stakes }) => {
+    const failure = kind === 'planning' ? null : decision.failure;
+    return failure ? `${kind}; stakes=${stakes}; trigger=${failure.trigger}; failures=${failure.failures}; rejections=${failure.rejections}; task=${failure.task}` : `${kind}; stakes=${stakes}`;
+  });
+  return parts.length > 0 ? parts.join(', ') : null;
+}
+
 /** The headers that carry a decision, to the client and to the upstream alike. */
 export function decisionHeaders(decision: RoutedDecision): Record<string, string> {
+  const debate = debateHeader(decision);
   return {
     [HEADER.mode]: decision.mode,
     [HEADER.confidence]: decision.confidence,
@@ -108,6 +156,8 @@ export function decisionHeaders(decision: RoutedDecision): Record<string, string
     [HEADER.route]: decision.route,
     [HEADER.step]: decision.step,
     [HEADER.routing]: decision.routing,
+    ...(debate ? { [HEADER.debate]: debate } : {}),
+    ...(decision.task ? { [HEADER.task]: decision.task } : {}),
   };
 }
 
@@ -124,6 +174,14 @@ function parseOverride(value: string | string[] | undefined): Mode | 'auto' | un
   if (text === 'ANSWER' || text === 'ACTION') return text;
   if (text === 'AUTO' || text === '') return 'auto';
   return new Error(`${HEADER.override} must be ANSWER, ACTION or auto, got "${String(value).slice(0, 40)}"`);
+}
+
+/** The session a request names: null without the header, an Error for a value we will not key state by. */
+function parseSession(value: string | string[] | undefined, header: string): string | null | Error {
+  if (value === undefined) return null;
+  const text = (Array.isArray(value) ? value.join(',') : value).trim();
+  if (text === '') return null;
+  return SESSION_ID.test(text) ? text : new Error(`${header} must be 1-128 letters, digits or ._:@-, got "${text.slice(0, 40)}"`);
 }
 
 function safely(call: () => void): void {
@@ -157,8 +215,11 @@ function staticSnapshot(options: TaskRouterOptions): () => RoutingSnapshot {
 export function taskRouter(options: TaskRouterOptions = {}): RequestHandler {
   const snapshotOf = options.snapshot ?? staticSnapshot(options);
   const hooks = options.hooks ?? {};
+  const sessions = options.sessions;
 
   return (req: Request, res: Response, next: NextFunction) => {
+    // Read before the client's x-task-router-* headers are dropped: the default session header is one.
+    const sessionHeader = sessions ? req.headers[sessions.header] : undefined;
     dropClientDecisionHeaders(req);
     const format = req.method === 'POST' ? formatForPath(req.path) : null;
     if (!format) return next();
@@ -170,6 +231,8 @@ export function taskRouter(options: TaskRouterOptions = {}): RequestHandler {
     if (override !== undefined && override !== 'auto' && !snapshot.allowOverride) {
       return sendError(res, format.name, 'invalid_request', `${HEADER.override} is disabled on this gateway (routing.overrides: false)`);
     }
+    const session = sessions ? parseSession(sessionHeader, sessions.header) : null;
+    if (session instanceof Error) return sendError(res, format.name, 'invalid_request', session.message);
 
     const body: unknown = req.body;
     if (typeof body !== 'object' || body === null || Array.isArray(body)) {
@@ -184,55 +247,84 @@ export function taskRouter(options: TaskRouterOptions = {}): RequestHandler {
       return next();
     }
 
-    let decision: RoutedDecision | null = null;
-    let stage: 'classify' | 'rewrite' = 'classify';
-    try {
-      const classified = snapshot.classifier.classify(text);
-      const forced = override !== undefined && override !== 'auto' ? applyOverride(classified, override) : null;
-      const applied = forced ?? classified;
-      const route = routeOf(applied, snapshot.hardRouting);
-      decision = {
-        ...applied,
-        id: randomUUID(),
-        route,
-        routing: snapshot.hardRouting ? 'hard' : 'soft',
-        enforced: snapshot.hardRouting,
-        override: forced ? forced.mode : null,
-        classified: classified.mode,
-        format: format.name,
-        stream: format.isStream(body as JsonObject),
-        configHash: snapshot.configHash,
-        text,
-      };
-      stage = 'rewrite';
-      req.body = format.withSystemPrompt(body as JsonObject, assemblePrompt(route, applied, snapshot.prompts), snapshot.strategy, ownPrompts(snapshot.prompts));
-    } catch (error) {
+    /** Our own failure at `stage`: the soft-router prompt goes in, failing that the body goes as it came. */
+    const degrade = (stage: 'classify' | 'rewrite', error: unknown) => {
       safely(() => hooks.fallback?.(stage, 'soft_routing', error, req));
-      decision = null;
       try {
         // The fallback leans on as little as possible: the soft-router prompt and nothing else of ours.
         const softRouter = snapshot.prompts.softRouter;
         req.body = format.withSystemPrompt(body as JsonObject, softRouter, snapshot.strategy, [softRouter]);
+        routingByRequest.set(req, { decision: null, rewritten: true, format, serialized: serialize(req.body as JsonObject) });
       } catch (softError) {
         req.body = body;
         safely(() => hooks.fallback?.('soft_router', 'passthrough', softError, req));
         routingByRequest.set(req, { decision: null, rewritten: false, format });
-        return next();
       }
-    }
+      next();
+    };
 
-    routingByRequest.set(req, { decision, rewritten: true, format });
-    if (decision) {
-      const routed = decision;
-      const headers = decisionHeaders(routed);
+    let classified: Decision;
+    let forced: (Decision & { classified: Mode }) | null;
+    let task: string | null;
+    try {
+      classified = snapshot.classifier.classify(text);
+      forced = override !== undefined && override !== 'auto' ? applyOverride(classified, override) : null;
+      task = session === null ? null : taskKeyOf(text);
+    } catch (error) {
+      return degrade('classify', error);
+    }
+    const applied = forced ?? classified;
+    const id = randomUUID();
+
+    const finish = (failure: PendingDebate | null) => {
+      let decision: RoutedDecision;
+      let serialized: { from: unknown; bytes: Buffer };
+      let stage: 'classify' | 'rewrite' = 'classify';
+      try {
+        const route = routeOf(applied, snapshot.hardRouting);
+        decision = {
+          ...applied,
+          id,
+          route,
+          routing: snapshot.hardRouting ? 'hard' : 'soft',
+          enforced: snapshot.hardRouting,
+          override: forced ? forced.mode : null,
+          classified: classified.mode,
+          format: format.name,
+          stream: format.isStream(body as JsonObject),
+          configHash: snapshot.configHash,
+          text,
+          session,
+          task,
+          failure,
+        };
+        stage = 'rewrite';
+        req.body = format.withSystemPrompt(body as JsonObject, assemblePrompt(route, applied, snapshot.prompts, failure?.verdict ?? null), snapshot.strategy, ownPrompts(snapshot.prompts));
+        serialized = serialize(req.body as JsonObject);
+      } catch (error) {
+        return degrade(stage, error);
+      }
+      routingByRequest.set(req, { decision, rewritten: true, format, serialized });
+      const headers = decisionHeaders(decision);
       for (const [name, value] of Object.entries(headers)) {
         res.setHeader(name, value);
         req.headers[name] = value;
       }
-      res.locals.taskRouter = routed;
-      if (routed.override) safely(() => hooks.override?.(routed.override as Mode, req));
-      safely(() => hooks.decision?.(routed, req));
-    }
-    next();
+      res.locals.taskRouter = decision;
+      if (decision.override) safely(() => hooks.override?.(decision.override as Mode, req));
+      safely(() => hooks.decision?.(decision, req));
+      next();
+    };
+
+    if (!sessions || session === null || task === null) return finish(null);
+    // The session's state may live in a shared store: a failing store costs the request its failure
+    // debate, never the request itself.
+    sessions
+      .decided(session, { task, decisionId: id, stakes: applied.debate.stakes, debatable: debatable(applied) })
+      .then(finish, (error: unknown) => {
+        safely(() => hooks.fallback?.('session', 'stateless', error, req));
+        finish(null);
+      })
+      .catch(next);
   };
 }

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { CATEGORIES } from './categories.js';
 import { CONFIDENCES, MODES, STAKES, STEPS } from './decision.js';
+import { FAILURE_TRIGGERS, FAILURE_VERDICTS } from './failure-debate.js';
 import { FORMATS } from './formats/index.js';
 import type { Route } from './route.js';
 
@@ -23,6 +24,8 @@ export const DecisionRecordSchema = z
     enforced: z.boolean(),
     override: z.enum(MODES).nullable(),
     debate: z.object({ verdict: z.string(), stakes: z.enum(STAKES) }).strict(),
+    /** The failure debate or escalation this request carried for its session; absent when none did. */
+    failure: z.object({ verdict: z.enum(FAILURE_VERDICTS), trigger: z.enum(FAILURE_TRIGGERS), task: z.string(), stakes: z.enum(STAKES) }).strict().optional(),
     format: z.enum(FORMATS),
     stream: z.boolean(),
     configHash: z.string(),
@@ -59,6 +62,7 @@ export function memoryEntry(record: DecisionRecord, clock: string, matches: read
   else lines.push(`  Confidence: ${record.confidence} (${record.triggers.length} trigger${record.triggers.length === 1 ? '' : 's'})`);
   if (record.override) lines.push(`  Override: ${record.override} (rules chose ${record.classified})`);
   if (record.debate.verdict !== 'NONE') lines.push(`  Debate: ${record.debate.verdict} (stakes ${record.debate.stakes})`);
+  if (record.failure) lines.push(`  Debate: ${record.failure.verdict} (${record.failure.trigger.replaceAll('_', ' ')})`);
   lines.push(`  Routed to: ${ROUTED_TO[record.route]}${record.enforced ? '' : ` (shadow: ${record.mode})`}`);
   return `${lines.join('\n')}\n\n`;
 }

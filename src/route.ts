@@ -1,4 +1,5 @@
 import type { Decision, Mode } from './decision.js';
+import type { FailureVerdict } from './failure-debate.js';
 
 /** The prompt files, by role. */
 export interface PromptSet {
@@ -7,6 +8,8 @@ export interface PromptSet {
   readonly toolSpecialist: string;
   readonly softRouter: string;
   readonly debatePlanning: string;
+  readonly debateFailure: string;
+  readonly escalate: string;
 }
 
 export const PROMPT_FILES: Readonly<Record<keyof PromptSet, string>> = {
@@ -15,6 +18,8 @@ export const PROMPT_FILES: Readonly<Record<keyof PromptSet, string>> = {
   toolSpecialist: 'tool-specialist.md',
   softRouter: 'soft-router.md',
   debatePlanning: 'debate-planning.md',
+  debateFailure: 'debate-failure.md',
+  escalate: 'escalate.md',
 };
 
 /** Which prompt a request gets. `soft_router` when hard routing is off: the LLM decides. */
@@ -39,12 +44,19 @@ export function routeOf(decision: Decision, hard: boolean): Route {
 }
 
 /**
- * The system prompt for a route: byte-for-byte the same for the same route and verdict, so provider
- * prompt caching keeps working. A planning-debate verdict adds the debate prompt after the route's own.
+ * The system prompt for a route: byte-for-byte the same for the same route and verdicts, so provider
+ * prompt caching keeps working. A planning-debate verdict adds the debate prompt after the route's own;
+ * a session's failure verdict adds the failure-debate or escalation prompt last, on any route (soft
+ * routing included: the session's history matters whoever decides the route). An escalation replaces
+ * the planning debate: it tells the model to stop acting, so weighing how to act is moot.
  */
-export function assemblePrompt(route: Route, decision: Decision, prompts: PromptSet): string {
+export function assemblePrompt(route: Route, decision: Decision, prompts: PromptSet, failure: FailureVerdict | null = null): string {
   const base = { answer: prompts.answer, action: prompts.action, tool_specialist: prompts.toolSpecialist, soft_router: prompts.softRouter }[route];
-  return route === 'action' && decision.debate.verdict === 'DEBATE_PLANNING' ? `${base}\n\n${prompts.debatePlanning}` : base;
+  const parts = [base];
+  if (route === 'action' && decision.debate.verdict === 'DEBATE_PLANNING' && failure !== 'AUTO_ESCALATE') parts.push(prompts.debatePlanning);
+  if (failure === 'DEBATE_FAILURE') parts.push(prompts.debateFailure);
+  if (failure === 'AUTO_ESCALATE') parts.push(prompts.escalate);
+  return parts.join('\n\n');
 }
 
 /** Every prompt text of ours, for recognising them inside a client's prompt. */

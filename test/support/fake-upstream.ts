@@ -436,6 +436,8 @@ export interface GatewayOverrides {
   timeoutMs?: number;
   bodyBytes?: number;
   maxSockets?: number;
+  idleTimeoutMs?: number;
+  maxMessages?: number;
   hooks?: GatewayAppOptions['hooks'];
   /** A snapshot built by hand replaces the one built from config/default.yaml. */
   snapshot?: RoutingSnapshot;
@@ -473,8 +475,10 @@ export async function startGatewayForTest(options: { upstreamUrl: string; overri
       url: options.upstreamUrl,
       timeoutMs: overrides.timeoutMs ?? loaded.config.upstream.timeoutMs,
       maxSockets: overrides.maxSockets ?? loaded.config.upstream.maxSockets,
+      idleTimeoutMs: overrides.idleTimeoutMs ?? loaded.config.upstream.idleTimeoutMs,
     },
     bodyBytes: overrides.bodyBytes ?? loaded.config.limits.bodyBytes,
+    maxMessages: overrides.maxMessages ?? loaded.config.limits.maxMessages,
     ...(overrides.hooks ? { hooks: overrides.hooks } : {}),
   });
   const server: http.Server = await new Promise((resolve, reject) => {

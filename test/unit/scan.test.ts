@@ -189,7 +189,7 @@ describe('scanBudget option', () => {
     expect(() => createClassifier({ scanBudget: 10 * 1024 * 1024 })).not.toThrow();
   });
 
-  it('defaults to 64 Ki', () => {
-    expect(DEFAULT_SCAN_BUDGET).toBe(64 * 1024);
+  it('defaults to 16 Ki', () => {
+    expect(DEFAULT_SCAN_BUDGET).toBe(16 * 1024);
   });
 });

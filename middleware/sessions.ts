@@ -1,0 +1,135 @@
+import {
+  emptySession,
+  recordDecision,
+  recordOutcome,
+  takePending,
+  type OutcomeReport,
+  type OutcomeResult,
+  type PendingDebate,
+  type SessionLimits,
+  type SessionState,
+  type TaskSeen,
+} from '../src/index.js';
+
+type MaybePromise<T> = T | Promise<T>;
+
+/**
+ * Where session state lives. Methods may answer synchronously or with a promise, so a shared store
+ * (Redis and the like) can be plugged in; the built-in one is in memory. A shared store must bring its own
+ * cross-process locking: the tracker serialises updates of one session only within this process.
+ */
+export interface SessionStore {
+  get(session: string): MaybePromise<SessionState | undefined>;
+  set(session: string, state: SessionState): MaybePromise<void>;
+  delete(session: string): MaybePromise<void>;
+}
+
+export interface MemoryStoreOptions {
+  readonly maxSessions: number;
+  readonly ttlMs: number;
+  /** Wall clock in milliseconds; tests pass their own. */
+  readonly now?: () => number;
+}
+
+/**
+ * In-memory sessions, bounded: at most `maxSessions` (the least recently used goes first) and each
+ * forgotten `ttlMs` after its last use. A Map keeps insertion order, so re-inserting on use makes its
+ * first key the least recently used.
+ */
+export class MemorySessionStore implements SessionStore {
+  readonly #entries = new Map<string, { state: SessionState; expires: number }>();
+  readonly #now: () => number;
+
+  constructor(private readonly options: MemoryStoreOptions) {
+    this.#now = options.now ?? Date.now;
+  }
+
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  get(session: string): SessionState | undefined {
+    const entry = this.#entries.get(session);
+    if (!entry) return undefined;
+    this.#entries.delete(session);
+    if (entry.expires <= this.#now()) return undefined;
+    this.#entries.set(session, entry);
+    return entry.state;
+  }
+
+  set(session: string, state: SessionState): void {
+    this.#entries.delete(session);
+    this.#entries.set(session, { state, expires: this.#now() + this.options.ttlMs });
+    for (const oldest of this.#entries.keys()) {
+      if (this.#entries.size <= this.options.maxSessions) break;
+      this.#entries.delete(oldest);
+    }
+  }
+
+  delete(session: string): void {
+    this.#entries.delete(session);
+  }
+}
+
+export interface SessionSettings extends SessionLimits {
+  /** The request header that names the session, lower case. */
+  readonly header: string;
+}
+
+/** Session ids we keep state for: short and plain, since they show up in URLs and logs. */
+export const SESSION_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
+
+/**
+ * Failure-debate state per session, over a store. Every change of one session runs after the previous
+ * one has finished (get, update, set), so concurrent requests of a session never lose each other's update.
+ */
+export class SessionTracker {
+  readonly #queues = new Map<string, Promise<unknown>>();
+  readonly #now: () => number;
+
+  constructor(readonly settings: SessionSettings, readonly store: SessionStore, now: () => number = Date.now) {
+    this.#now = now;
+  }
+
+  get header(): string {
+    return this.settings.header;
+  }
+
+  /** Records a routed request's task and takes the debate waiting for the session's next request, if any. */
+  decided(session: string, seen: TaskSeen): Promise<PendingDebate | null> {
+    return this.#exclusive(session, async () => {
+      const now = this.#now();
+      const state = recordDecision((await this.store.get(session)) ?? emptySession(now), seen, now, this.settings);
+      const taken = takePending(state, now);
+      await this.store.set(session, taken.state);
+      return taken.debate;
+    });
+  }
+
+  /** Applies a reported outcome; `unknown_session` when the session has no state (never seen, or expired). */
+  report(session: string, report: OutcomeReport): Promise<OutcomeResult | { readonly ok: false; readonly reason: 'unknown_session' }> {
+    return this.#exclusive(session, async () => {
+      const state = await this.store.get(session);
+      if (!state) return { ok: false, reason: 'unknown_session' } as const;
+      const result = recordOutcome(state, report, this.#now(), this.settings);
+      if (result.ok) await this.store.set(session, result.state);
+      return result;
+    });
+  }
+
+  async state(session: string): Promise<SessionState | undefined> {
+    return this.store.get(session);
+  }
+
+  #exclusive<T>(session: string, work: () => Promise<T>): Promise<T> {
+    const previous = this.#queues.get(session) ?? Promise.resolve();
+    const run = previous.then(work, work);
+    const tail = run.catch(() => undefined);
+    this.#queues.set(session, tail);
+    // The queue entry goes once idle, so the map holds only sessions with work in flight.
+    void tail.then(() => {
+      if (this.#queues.get(session) === tail) this.#queues.delete(session);
+    });
+    return run;
+  }
+}
