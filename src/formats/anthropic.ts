@@ -1,21 +1,11 @@
-import { composeParts, composeText, isObject, partsText, stripOwnPrompts, type ChatFormat, type JsonObject } from './format.js';
+import { composeParts, composeText, isObject, latestUserText, stripOwnPrompts, type ChatFormat, type JsonObject } from './format.js';
 
 /** Anthropic messages: top-level `system` (string or text blocks), `messages` of content blocks. */
 export const anthropic: ChatFormat = {
   name: 'anthropic',
 
-  latestHumanText(body) {
-    const messages = body.messages;
-    if (!Array.isArray(messages)) return null;
-    for (let index = messages.length - 1; index >= 0; index -= 1) {
-      const message: unknown = messages[index];
-      if (!isObject(message) || message.role !== 'user') continue;
-      // A turn of tool_result blocks alone is the agent loop talking, not the human.
-      const text = partsText(message.content, ['text']);
-      if (text !== null && text.trim() !== '') return text;
-    }
-    return null;
-  },
+  // A user turn of tool_result blocks alone has no text part, so it is skipped.
+  latestHumanText: (body) => latestUserText(body.messages, ['text']),
 
   withSystemPrompt(body, prompt, strategy, ownPrompts) {
     const system = body.system;

@@ -41,6 +41,21 @@ export function partsText(content: unknown, textTypes: readonly string[]): strin
   return texts.length > 0 ? texts.join('\n') : null;
 }
 
+/**
+ * Text of the last `user` message that has some, from its parts of `textTypes`: turns of tool results
+ * alone (no text part) are the agent loop talking, not the human, and are skipped.
+ */
+export function latestUserText(messages: unknown, textTypes: readonly string[]): string | null {
+  if (!Array.isArray(messages)) return null;
+  for (let index = messages.length - 1; index >= 0; index -= 1) {
+    const message: unknown = messages[index];
+    if (!isObject(message) || message.role !== 'user') continue;
+    const text = partsText(message.content, textTypes);
+    if (text !== null && text.trim() !== '') return text;
+  }
+  return null;
+}
+
 /** Removes every copy of our own prompts from a client prompt, and the blank lines left around them. */
 export function stripOwnPrompts(text: string, ownPrompts: readonly string[]): string {
   let out = text;

@@ -1,4 +1,4 @@
-import { composeParts, composeText, isObject, partsText, stripOwnPrompts, type ChatFormat, type JsonObject } from './format.js';
+import { composeParts, composeText, isObject, latestUserText, stripOwnPrompts, type ChatFormat, type JsonObject } from './format.js';
 
 const SYSTEM_ROLES = new Set(['system', 'developer']);
 
@@ -19,17 +19,8 @@ function clientParts(messages: readonly JsonObject[], ownPrompts: readonly strin
 export const openaiChat: ChatFormat = {
   name: 'openai-chat',
 
-  latestHumanText(body) {
-    const messages = body.messages;
-    if (!Array.isArray(messages)) return null;
-    for (let index = messages.length - 1; index >= 0; index -= 1) {
-      const message: unknown = messages[index];
-      if (!isObject(message) || message.role !== 'user') continue;
-      const text = partsText(message.content, ['text', 'input_text']);
-      if (text !== null && text.trim() !== '') return text;
-    }
-    return null;
-  },
+  // Tool results come as `tool` messages, so the last user message with text is the human's.
+  latestHumanText: (body) => latestUserText(body.messages, ['text', 'input_text']),
 
   withSystemPrompt(body, prompt, strategy, ownPrompts) {
     const messages = Array.isArray(body.messages) ? body.messages : [];
