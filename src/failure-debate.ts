@@ -15,7 +15,7 @@ export type Outcome = (typeof OUTCOMES)[number];
 export const FAILURE_VERDICTS = ['DEBATE_FAILURE', 'AUTO_ESCALATE'] as const;
 export type FailureVerdict = (typeof FAILURE_VERDICTS)[number];
 
-/** Why a verdict was reached; a closed set, used as a metric label and in headers. */
+/** Why a verdict was reached; a closed set, written in headers and decision records. */
 export const FAILURE_TRIGGERS = ['consecutive_failures', 'same_error', 'rejections', 'failures_after_debate', 'high_stakes_failure'] as const;
 export type FailureTrigger = (typeof FAILURE_TRIGGERS)[number];
 

@@ -1,0 +1,136 @@
+import { cp, mkdtemp, rm } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import express from 'express';
+import { describe, expect, it } from 'vitest';
+import { jsonBody } from '../../middleware/json-body.js';
+import { DEFAULT_PROMPTS_DIR, loadPrompts } from '../../middleware/prompts.js';
+import { MemorySessionStore, SessionTracker, type SessionStore } from '../../middleware/sessions.js';
+import { taskRouter, type FallbackStage, type RoutedDecision } from '../../middleware/task-router.js';
+import { emptySession, taskKeyOf, type SessionState } from '../../src/index.js';
+
+const SETTINGS = { header: 'x-task-router-session', maxTasks: 4, maxDecisions: 8 };
+const state = (at: number): SessionState => emptySession(at);
+
+describe('MemorySessionStore', () => {
+  it('forgets the least recently used session beyond maxSessions', () => {
+    const store = new MemorySessionStore({ maxSessions: 2, ttlMs: 60_000, now: () => 0 });
+    store.set('a', state(1));
+    store.set('b', state(2));
+    store.get('a'); // a is used again, so b is now the oldest
+    store.set('c', state(3));
+    expect(store.size).toBe(2);
+    expect(store.get('b')).toBeUndefined();
+    expect(store.get('a')).toEqual(state(1));
+    expect(store.get('c')).toEqual(state(3));
+  });
+
+  it('forgets a session ttlMs after its last write', () => {
+    let now = 0;
+    const store = new MemorySessionStore({ maxSessions: 10, ttlMs: 1000, now: () => now });
+    store.set('a', state(1));
+    now = 999;
+    expect(store.get('a')).toBeDefined();
+    now = 1000;
+    expect(store.get('a')).toBeUndefined();
+    expect(store.size).toBe(0);
+  });
+
+  it('never holds more than maxSessions, however many come', () => {
+    const store = new MemorySessionStore({ maxSessions: 50, ttlMs: 60_000 });
+    for (let i = 0; i < 10_000; i += 1) store.set(`s${i}`, state(i));
+    expect(store.size).toBe(50);
+    store.delete('s9999');
+    expect(store.size).toBe(49);
+  });
+});
+
+/** A store that answers later, like a network store would, to let concurrent updates interleave. */
+function slowStore(): SessionStore & { writes: number } {
+  const inner = new Map<string, SessionState>();
+  const later = <T>(value: T) => new Promise<T>((resolve) => setTimeout(() => resolve(value), Math.random() * 5));
+  return {
+    writes: 0,
+    get: (session) => later(inner.get(session)),
+    async set(session, value) {
+      await later(undefined);
+      this.writes += 1;
+      inner.set(session, value);
+    },
+    delete: async (session) => {
+      inner.delete(session);
+    },
+  };
+}
+
+describe('SessionTracker', () => {
+  it('serialises the updates of one session, so concurrent reports are all counted', async () => {
+    const store = slowStore();
+    const tracker = new SessionTracker(SETTINGS, store);
+    await tracker.decided('s', { task: 't', decisionId: 'd', stakes: 'none', debatable: true });
+    const results = await Promise.all(Array.from({ length: 20 }, () => tracker.report('s', { outcome: 'rejected' })));
+    expect(results.every((result) => result.ok)).toBe(true);
+    expect((await tracker.state('s'))?.tasks[0]?.rejections).toBe(20);
+  });
+
+  it('reports on a session it never saw are refused, not created', async () => {
+    const tracker = new SessionTracker(SETTINGS, new MemorySessionStore({ maxSessions: 10, ttlMs: 1000 }));
+    expect(await tracker.report('nobody', { outcome: 'failure' })).toEqual({ ok: false, reason: 'unknown_session' });
+    expect(await tracker.state('nobody')).toBeUndefined();
+  });
+
+  it('a store failure rejects that call only; the next call works', async () => {
+    let fail = true;
+    const inner = new MemorySessionStore({ maxSessions: 10, ttlMs: 60_000 });
+    const store: SessionStore = { get: (id) => (fail ? Promise.reject(new Error('store down')) : inner.get(id)), set: (id, value) => inner.set(id, value), delete: (id) => inner.delete(id) };
+    const tracker = new SessionTracker(SETTINGS, store);
+    await expect(tracker.decided('s', { task: 't', decisionId: 'd', stakes: 'none', debatable: true })).rejects.toThrow('store down');
+    fail = false;
+    await expect(tracker.decided('s', { task: 't', decisionId: 'd', stakes: 'none', debatable: true })).resolves.toBeNull();
+  });
+});
+
+describe('taskRouter with sessions', () => {
+  it('routes a request without its failure debate when the session store fails, and says so', async () => {
+    const prompts = await loadPrompts();
+    const broken: SessionStore = { get: () => Promise.reject(new Error('store down')), set: () => undefined, delete: () => undefined };
+    const fallbacks: [FallbackStage, string][] = [];
+    const app = express();
+    app.use(jsonBody(1 << 20), taskRouter({
+      prompts,
+      sessions: new SessionTracker(SETTINGS, broken),
+      hooks: { fallback: (stage, to) => fallbacks.push([stage, to]) },
+    }), (req, res) => {
+      const decision = res.locals.taskRouter as RoutedDecision;
+      res.json({ system: (req.body as { messages: { content: string }[] }).messages[0]?.content, task: decision.task, failure: decision.failure });
+    });
+    const server = app.listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    try {
+      const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-task-router-session': 's1' },
+        body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'fix the bug in src/a.ts' }] }),
+      });
+      expect(res.status).toBe(200);
+      expect(await res.json()).toEqual({ system: prompts.action, task: taskKeyOf('fix the bug in src/a.ts'), failure: null });
+      expect(fallbacks).toEqual([['session', 'stateless']]);
+    } finally {
+      server.close();
+    }
+  });
+});
+
+describe('the debate prompts', () => {
+  it.each(['debate-failure.md', 'escalate.md'])('are loaded with the others: a missing %s fails the load, naming it', async (name) => {
+    const dir = await mkdtemp(join(tmpdir(), 'task-router-prompts-'));
+    try {
+      await cp(DEFAULT_PROMPTS_DIR, dir, { recursive: true });
+      await rm(join(dir, name));
+      await expect(loadPrompts(dir)).rejects.toThrow(new RegExp(`${name.replace('.', '\\.')} cannot be read`));
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
