@@ -6,21 +6,31 @@ import { packageRoot } from './files.js';
 /** The shipped prompt folder. */
 export const DEFAULT_PROMPTS_DIR = join(packageRoot(), 'prompts');
 
+/** Thrown when prompt files cannot be used; `issues` names every bad file, in PROMPT_FILES order. */
+export class PromptError extends Error {
+  constructor(readonly issues: readonly string[]) {
+    super(issues.join('\n'));
+    this.name = 'PromptError';
+  }
+}
+
 /** Loads every prompt file; a missing or empty one is an error naming the file. */
 export async function loadPrompts(dir: string = DEFAULT_PROMPTS_DIR): Promise<PromptSet> {
-  const entries = await Promise.all(
-    Object.entries(PROMPT_FILES).map(async ([role, name]) => {
+  const results = await Promise.all(
+    Object.entries(PROMPT_FILES).map(async ([role, name]): Promise<{ role: string; text: string } | { issue: string }> => {
       const file = join(dir, name);
       let text: string;
       try {
         text = await readFile(file, 'utf8');
       } catch (error) {
-        throw new Error(`prompt file ${file} cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}); every route needs its prompt`);
+        return { issue: `prompt file ${file} cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}); every route needs its prompt` };
       }
       // Trimmed so the bytes we send are exactly the bytes we recognise as ours.
-      if (text.trim() === '') throw new Error(`prompt file ${file} is empty; write the ${role} prompt into it`);
-      return [role, text.trim()] as const;
+      if (text.trim() === '') return { issue: `prompt file ${file} is empty; write the ${role} prompt into it` };
+      return { role, text: text.trim() };
     }),
   );
-  return Object.fromEntries(entries) as unknown as PromptSet;
+  const issues = results.flatMap((result) => ('issue' in result ? [result.issue] : []));
+  if (issues.length > 0) throw new PromptError(issues);
+  return Object.fromEntries(results.map((result) => ('role' in result ? [result.role, result.text] : []))) as unknown as PromptSet;
 }

@@ -198,6 +198,25 @@ describe('upstream fault matrix (startGateway, timeoutMs 300, idleTimeoutMs 400)
     for (const kind of Object.keys(baseline) as (keyof typeof baseline)[]) expect(after[kind], kind).toBeLessThanOrEqual(baseline[kind]);
   });
 
+  it('the idle and header timers of finished requests do not outlive them (long timeouts, so a leak would show)', async () => {
+    const baseline = activeResources();
+    const upstream = await startFakeUpstream(apiReply('ok', { delayMs: 5 }));
+    const gateway = await startConfigured(dir, { upstream: { url: upstream.url, timeoutMs: 60_000, idleTimeoutMs: 60_000 } });
+    try {
+      for (const stream of [false, true, false, true]) expect((await send(gateway.url, stream)).ending).toBe('complete');
+      upstream.respondOnce(replySse(sseEvents('openai-chat', 'a b c'), { resetAfter: 1 }));
+      expect((await send(gateway.url, true)).ending).toBe('cut');
+      upstream.respondOnce(apiReply('slow', { delayMs: 100 }));
+      expect((await send(gateway.url, true, 50)).ending).toBe('cut');
+    } finally {
+      await gateway.close();
+      await upstream.close();
+    }
+    const after = await settledTo(baseline, 1_000);
+    expect(after.Timeout).toBeLessThanOrEqual(baseline.Timeout);
+    expect(after.TCPSocketWrap).toBeLessThanOrEqual(baseline.TCPSocketWrap);
+  });
+
   it('after a mix of faults on one gateway, no socket to the upstream stays open but the keep-alive pool', async () => {
     const upstream = await startFakeUpstream(apiReply('ok'));
     const gateway = await startConfiguredGateway(upstream.url);

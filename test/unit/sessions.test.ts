@@ -1,11 +1,11 @@
-import { cp, mkdtemp, rm } from 'node:fs/promises';
+import { cp, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import express from 'express';
 import { describe, expect, it } from 'vitest';
 import { jsonBody } from '../../middleware/json-body.js';
-import { DEFAULT_PROMPTS_DIR, loadPrompts } from '../../middleware/prompts.js';
+import { DEFAULT_PROMPTS_DIR, loadPrompts, PromptError } from '../../middleware/prompts.js';
 import { MemorySessionStore, SessionTracker, type SessionStore } from '../../middleware/sessions.js';
 import { taskRouter, type FallbackStage, type RoutedDecision } from '../../middleware/task-router.js';
 import { emptySession, taskKeyOf, type SessionState } from '../../src/index.js';
@@ -129,6 +129,25 @@ describe('the debate prompts', () => {
       await cp(DEFAULT_PROMPTS_DIR, dir, { recursive: true });
       await rm(join(dir, name));
       await expect(loadPrompts(dir)).rejects.toThrow(new RegExp(`${name.replace('.', '\\.')} cannot be read`));
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a load names every bad file at once, in a fixed order, so a reload error is the same each time', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'task-router-prompts-'));
+    try {
+      await cp(DEFAULT_PROMPTS_DIR, dir, { recursive: true });
+      await rm(join(dir, 'escalate.md'));
+      await rm(join(dir, 'answer.md'));
+      await writeFile(join(dir, 'action.md'), ' \n\t\n');
+      const error = await loadPrompts(dir).then(() => undefined, (thrown: unknown) => thrown);
+      expect(error).toBeInstanceOf(PromptError);
+      expect((error as PromptError).issues.map((issue) => /prompts-\w+\/([\w-]+\.md) (cannot be read|is empty)/.exec(issue)?.slice(1))).toEqual([
+        ['answer.md', 'cannot be read'],
+        ['action.md', 'is empty'],
+        ['escalate.md', 'cannot be read'],
+      ]);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
