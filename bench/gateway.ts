@@ -17,7 +17,7 @@
  * The runs are interleaved A, B, A, B; each setup's figure is the median of its runs.
  */
 import { fork, type ChildProcess } from 'node:child_process';
-import { writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -213,6 +213,7 @@ async function serve(kind: Kind, upstreamUrl: string): Promise<void> {
           if (session) {
             const { profile } = await session.post('Profiler.stop');
             file = join(PROFILE_DIR, `gateway-${kind}-${process.pid}.cpuprofile`);
+            await mkdir(PROFILE_DIR, { recursive: true });
             await writeFile(file, JSON.stringify(profile));
             session.disconnect();
             session = null;

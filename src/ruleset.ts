@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { CATEGORIES, type Category } from './categories.js';
 import type { CompiledPattern, RegexEngine } from './engines/engine.js';
+import { buildLiteralIndex } from './literals.js';
 import type { Lookalikes } from './normalize.js';
 import { buildPhraseIndex, expandTemplate, matchPhrases } from './phrases.js';
 
@@ -26,7 +27,7 @@ const RuleSchema = z
      * holding one of them. `{<}ls ` means "ls " at the start of a word. A literal missing from this list
      * hides matches, so tests check the list against every pattern match in the corpus.
      */
-    requires: z.array(z.string().min(1).regex(/^(?:\{<\})?[\x00-\x7f]+$/, 'ASCII, as the text rules see').refine((literal) => literal === literal.toLowerCase(), 'lower case, as the text rules see')).min(1).optional(),
+    requires: z.array(z.string().min(1).regex(/^(?:\{<\})?[\x00-\x7f]+$/, 'ASCII, as the text rules see').refine((literal) => literal === literal.toLowerCase(), 'lower case, as the text rules see').refine((literal) => literal !== '{<}', 'a literal after {<}')).min(1).optional(),
   })
   .strict()
   .refine((rule) => (rule.words === undefined) !== (rule.pattern === undefined), {
@@ -181,6 +182,13 @@ export function compileRuleSet(data: unknown, engine: RegexEngine): CompiledRule
     if (pattern) patternRules.push({ index, pattern, requires: rule.requires });
   });
   const phrases = buildPhraseIndex(wordRules);
+  const hints = buildLiteralIndex(patternRules.flatMap(({ requires }) => requires ?? []));
+  const hintIdOf = new Map(hints.literals.map((literal, id) => [literal, id]));
+  const patternRuleHints = patternRules.map(({ index, pattern, requires }) => ({
+    index,
+    pattern,
+    hintIds: requires === undefined ? null : requires.map((literal) => hintIdOf.get(literal) as number),
+  }));
   const question = compile('question.starts', questionSource(ruleSet.question, ruleSet.question.starts));
   const notQuestion = ruleSet.question.notStarts.length > 0
     ? compile('question.notStarts', questionSource(ruleSet.question, ruleSet.question.notStarts))
@@ -196,8 +204,9 @@ export function compileRuleSet(data: unknown, engine: RegexEngine): CompiledRule
     scan(text) {
       const found = new Map<number, string>();
       matchPhrases(phrases, text, found);
-      for (const { index, pattern, requires } of patternRules) {
-        const at = requires === undefined ? 0 : firstIndexOf(text, requires);
+      const positions = hints.firstPositions(text);
+      for (const { index, pattern, hintIds } of patternRuleHints) {
+        const at = hintIds === null ? 0 : firstOf(positions, hintIds);
         if (at === -1 || !pattern.test(text)) continue;
         const match = matchText(pattern, text, at);
         if (match !== null) found.set(index, match);
@@ -213,22 +222,11 @@ export function compileRuleSet(data: unknown, engine: RegexEngine): CompiledRule
   };
 }
 
-const WORD_START_HINT = '{<}';
-const WORD_CHAR = /[a-z0-9_-]/;
-
-/** Where `literal` first occurs in `text` at the start of a word (after a non-word character or at 0). */
-function indexAtWordStart(text: string, literal: string): number {
-  for (let at = text.indexOf(literal); at !== -1; at = text.indexOf(literal, at + 1)) {
-    if (at === 0 || !WORD_CHAR.test(text.charAt(at - 1))) return at;
-  }
-  return -1;
-}
-
-/** Where the first of `literals` occurs in `text`, or -1; a literal written `{<}…` counts only at a word start. */
-export function firstIndexOf(text: string, literals: readonly string[]): number {
+/** The earliest of the given literals' positions, or -1 when none occurs. */
+function firstOf(positions: Int32Array, ids: readonly number[]): number {
   let first = -1;
-  for (const literal of literals) {
-    const at = literal.startsWith(WORD_START_HINT) ? indexAtWordStart(text, literal.slice(WORD_START_HINT.length)) : text.indexOf(literal);
+  for (const id of ids) {
+    const at = positions[id] as number;
     if (at !== -1 && (first === -1 || at < first)) first = at;
   }
   return first;

@@ -6,7 +6,8 @@ import { describe, expect, it } from 'vitest';
 import { defaultRuleSet } from '../../src/index.js';
 import { maskProductNames } from '../../src/names.js';
 import { cleanText, foldLookalikes, matchingForm } from '../../src/normalize.js';
-import { expandBoundaries, firstIndexOf, type RuleSetData } from '../../src/ruleset.js';
+import { buildLiteralIndex } from '../../src/literals.js';
+import { expandBoundaries, type RuleSetData } from '../../src/ruleset.js';
 
 /**
  * A rule's `requires` hints let its pattern skip text that holds none of them. A hint list that misses
@@ -16,13 +17,13 @@ const ROOT = resolve(import.meta.dirname, '../..');
 const rules = (defaultRuleSet as RuleSetData).rules.filter((rule) => rule.requires !== undefined);
 const lookalikes = new Map(Object.entries((defaultRuleSet as RuleSetData).lookalikes));
 const names = new Set((defaultRuleSet as RuleSetData).names);
-const compiled = rules.map((rule) => ({ rule, pattern: RE2JS.compile(expandBoundaries(rule.pattern as string)) }));
+const compiled = rules.map((rule) => ({ rule, pattern: RE2JS.compile(expandBoundaries(rule.pattern as string)), hints: buildLiteralIndex(rule.requires as string[]) }));
 
 const matchable = (text: string) => matchingForm(maskProductNames(foldLookalikes(cleanText(text), lookalikes), names));
 
 function violations(text: string): string[] {
   return compiled
-    .filter(({ rule, pattern }) => pattern.test(text) && firstIndexOf(text, rule.requires as string[]) === -1)
+    .filter(({ pattern, hints }) => pattern.test(text) && hints.firstPositions(text).every((at) => at === -1))
     .map(({ rule }) => rule.id);
 }
 
