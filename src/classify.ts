@@ -115,8 +115,9 @@ export function classifyText(rules: CompiledRuleSet, text: string, options: Clas
   // Vague wording inside a reference is part of a name ("etc" in /etc/hosts), not vagueness.
   const stakes = signals.filter((signal) => signal.category !== 'vague' || !triggers.some((trigger) => contains(trigger.match, signal.match)));
 
+  const commandLine = normalized.startsWith('$ ') ? normalized.slice(2) : normalized;
   const trivialCommand = normalized.length <= 2048
-    ? rules.trivial.find(({ command, pattern }) => normalized.replace(/^\$ /, '').startsWith(command) && pattern.test(normalized))
+    ? rules.trivial.find(({ command, pattern }) => commandLine.startsWith(command) && pattern.test(normalized))
     : undefined;
   const isQuestion = rules.question.test(normalized) && !rules.notQuestion?.test(normalized);
 

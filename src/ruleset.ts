@@ -163,7 +163,7 @@ export function compileRuleSet(data: unknown, engine: RegexEngine): CompiledRule
 
   const rules: CompiledRule[] = ruleSet.rules.map(({ id, category }) => ({ id, category }));
   const wordRules: { index: number; words: string[] }[] = [];
-  const patternRules: { index: number; pattern: CompiledPattern; requires: readonly string[] | undefined }[] = [];
+  const patternRules: { index: number; pattern: CompiledPattern; source: string; requires: readonly string[] | undefined }[] = [];
   ruleSet.rules.forEach((rule, index) => {
     if (rule.words !== undefined) {
       let words: string[];
@@ -178,15 +178,17 @@ export function compileRuleSet(data: unknown, engine: RegexEngine): CompiledRule
       wordRules.push({ index, words });
       return;
     }
-    const pattern = compile(`rule "${rule.id}"`, expandBoundaries(rule.pattern ?? ''));
-    if (pattern) patternRules.push({ index, pattern, requires: rule.requires });
+    const source = expandBoundaries(rule.pattern ?? '');
+    const pattern = compile(`rule "${rule.id}"`, source);
+    if (pattern) patternRules.push({ index, pattern, source, requires: rule.requires });
   });
   const phrases = buildPhraseIndex(wordRules);
   const hints = buildLiteralIndex(patternRules.flatMap(({ requires }) => requires ?? []));
   const hintIdOf = new Map(hints.literals.map((literal, id) => [literal, id]));
-  const patternRuleHints = patternRules.map(({ index, pattern, requires }) => ({
+  const patternRuleHints = patternRules.map(({ index, pattern, source, requires }) => ({
     index,
     pattern,
+    windowed: edgesReadAsSpace(source),
     hintIds: requires === undefined ? null : requires.map((literal) => hintIdOf.get(literal) as number),
   }));
   const question = compile('question.starts', questionSource(ruleSet.question, ruleSet.question.starts));
@@ -205,10 +207,10 @@ export function compileRuleSet(data: unknown, engine: RegexEngine): CompiledRule
       const found = new Map<number, string>();
       matchPhrases(phrases, text, found);
       const positions = hints.firstPositions(text);
-      for (const { index, pattern, hintIds } of patternRuleHints) {
+      for (const { index, pattern, windowed, hintIds } of patternRuleHints) {
         const at = hintIds === null ? 0 : firstOf(positions, hintIds);
         if (at === -1 || !pattern.test(text)) continue;
-        const match = matchText(pattern, text, at);
+        const match = (windowed && text.length <= CHUNK + OVERLAP ? matchInWindows(pattern, text, at) : null) ?? matchText(pattern, text, at);
         if (match !== null) found.set(index, match);
       }
       return found;
@@ -230,6 +232,50 @@ function firstOf(positions: Int32Array, ids: readonly number[]): number {
     if (at !== -1 && (first === -1 || at < first)) first = at;
   }
   return first;
+}
+
+/**
+ * `^` and `$` written as one side of a choice with a class that holds white space: `(?:^|[\s…]`,
+ * `(?:^|[^a-z…]`, `(?:[^a-z…]|$)`, `(?:$|[^a-z…]`. A pattern whose every `^` and `$` reads so matches
+ * inside a window cut at white space exactly as it does there in the whole text.
+ */
+const EDGE_AS_SPACE = /\(\?:[$^]\|\[(?:\\s|\^[^\]\\\s]*\])|\[\^[^\]\\\s]*\]\|\$\)/g;
+
+function edgesReadAsSpace(source: string): boolean {
+  const rest = source.replace(EDGE_AS_SPACE, '').replace(/\\./g, '').replace(/\[[^\]]*\]/g, '');
+  return !/[$^]/.test(rest);
+}
+
+/** Extraction windows in short texts: about this long, each starting half way into the one before. */
+const WINDOW = 64;
+
+/**
+ * Extracting a match costs ten to twenty tests and grows with the text, so in a short text the match
+ * is looked for in windows cut at white space, from the first hint literal on: a test finds the first
+ * window holding one. Null when none does, e.g. a match longer than a window.
+ */
+function matchInWindows(pattern: CompiledPattern, text: string, hint: number): string | null {
+  let start = hint;
+  while (start > 0 && !isSpace(text.charCodeAt(start - 1))) start -= 1;
+  for (;;) {
+    const end = spaceAtOrAfter(text, start + WINDOW);
+    if (start === 0 && end === text.length) return null;
+    const window = text.slice(start, end);
+    if (pattern.test(window)) return pattern.firstMatch(window);
+    if (end === text.length) return null;
+    start = spaceAtOrAfter(text, start + WINDOW / 2) + 1;
+  }
+}
+
+function spaceAtOrAfter(text: string, at: number): number {
+  let i = Math.min(at, text.length);
+  while (i < text.length && !isSpace(text.charCodeAt(i))) i += 1;
+  return i;
+}
+
+/** The only white space left in the matching form. */
+function isSpace(code: number): boolean {
+  return code === 32 || code === 10;
 }
 
 /** Extracting a capture is far slower than testing (an NFA, not a DFA), so it runs on a small chunk. */

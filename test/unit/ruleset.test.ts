@@ -313,3 +313,28 @@ describe('words rules', () => {
     expect(createClassifier({ rules }).classify('Deploy it').mode).toBe('ACTION');
   });
 });
+
+// Match text is looked for in small windows cut at white space before the whole text is searched;
+// a window must never report text that is not a match in the whole message.
+describe('match extraction', () => {
+  const filler = 'a few plain words to pad the message out so windows are needed here. ';
+
+  it('finds the match when the first hint literal is not part of it', () => {
+    const rules = tinyRuleSet([{ id: 'file.ts', category: 'file', pattern: '(?:^|[\\s(])([a-z/]+\\.ts)(?:[^a-z0-9_-]|$)', requires: ['.'] }]);
+    const text = `yes. ${filler}${filler}then fix services/billing/jobs/export.ts so it stops. ${filler}`;
+    expect(createClassifier({ rules }).classify(text).triggers[0]?.match).toBe('services/billing/jobs/export.ts');
+  });
+
+  it('a match longer than a window is still found whole', () => {
+    const rules = tinyRuleSet([{ id: 'file.ts', category: 'file', pattern: '(?:^|\\s)((?:[a-z]+/)+[a-z]+\\.ts)', requires: ['.ts'] }]);
+    const path = `${'directory/'.repeat(12)}main.ts`;
+    const text = `${filler}see ${path} please`;
+    expect(createClassifier({ rules }).classify(text).triggers[0]?.match).toBe(path);
+  });
+
+  it('a line-start anchor is honoured: a window cut at a space is not read as a line start', () => {
+    const rules = tinyRuleSet([{ id: 'shell.line', category: 'execution', pattern: '(?:^|\\n)(go [a-z]+)', requires: ['go '] }]);
+    const text = `${filler}we go home now. ${filler}\ngo west`;
+    expect(createClassifier({ rules }).classify(text).triggers[0]?.match).toBe('go west');
+  });
+});
