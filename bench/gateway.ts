@@ -129,7 +129,12 @@ type Message =
   | { type: 'cpu'; usage: CpuUsage }
   | { type: 'profile-start' }
   | { type: 'profile-stop'; file?: string }
+  /** Median µs per classification: of the requests served since the last ask, and of the two turns back to back. */
+  | { type: 'classify-times'; served?: number; requests?: number; backToBack?: number }
   | { type: 'close' };
+
+/** Most classification times a gateway child keeps between two asks. */
+const MAX_CLASSIFY_TIMES = 100_000;
 
 async function serve(kind: Kind, upstreamUrl: string): Promise<void> {
   const express = (await import('express')).default;
@@ -142,6 +147,7 @@ async function serve(kind: Kind, upstreamUrl: string): Promise<void> {
   let app: http.RequestListener;
   let closeProxy: () => void;
   let info: string;
+  let classifyTimes = (): Message => ({ type: 'classify-times' });
 
   if (kind === 'bare') {
     // The same agent settings as middleware/proxy.ts; default plugins ejected as the gateway does (the
@@ -174,13 +180,27 @@ async function serve(kind: Kind, upstreamUrl: string): Promise<void> {
     info = `express.json + createProxyMiddleware + fixRequestBody, keepAlive maxSockets ${config.upstream.maxSockets}`;
   } else {
     const snapshot = await buildSnapshot(loaded);
+    const served: number[] = [];
     const gateway = createGatewayApp({
+      hooks: { decision: (decision) => { if (decision.micros !== undefined && served.length < MAX_CLASSIFY_TIMES) served.push(decision.micros); } },
       snapshot: () => snapshot,
       upstream: { url: upstreamUrl, timeoutMs: config.upstream.timeoutMs, maxSockets: config.upstream.maxSockets },
       bodyBytes: config.limits.bodyBytes,
     });
     app = gateway.app;
     closeProxy = gateway.close;
+    classifyTimes = () => {
+      const requests = served.length;
+      const inGateway = requests > 0 ? median(served) : Number.NaN;
+      served.length = 0;
+      const times: number[] = [];
+      for (let i = 0; i < 2000; i += 1) {
+        const started = performance.now();
+        snapshot.classifier.classify(i % 2 === 0 ? ACTION_TURN : ANSWER_TURN);
+        times.push((performance.now() - started) * 1000);
+      }
+      return { type: 'classify-times', served: inGateway, requests, backToBack: median(times.slice(500)) };
+    };
     info = `createGatewayApp, ${loaded.file.split('/').slice(-2).join('/')}: ${snapshot.classifier.ruleIds.length} rules, ${snapshot.classifier.engine}, hard=${snapshot.hardRouting}, strategy=${snapshot.strategy}`;
   }
 
@@ -197,6 +217,9 @@ async function serve(kind: Kind, upstreamUrl: string): Promise<void> {
       switch (message.type) {
         case 'cpu':
           process.send?.({ type: 'cpu', usage: process.cpuUsage() } satisfies Message);
+          return;
+        case 'classify-times':
+          process.send?.(classifyTimes());
           return;
         case 'profile-start': {
           const { Session } = await import('node:inspector/promises');
@@ -538,10 +561,16 @@ async function main(): Promise<void> {
     const ours = async () => (await Promise.all([a.cpu(), b.cpu(), upstream.cpu()])).reduce((sum, usage) => sum + usage.user + usage.system, 0) / 1000
       + (process.cpuUsage().user + process.cpuUsage().system) / 1000;
     const [oursBefore, machineBefore, streamStarted] = [await ours(), machineBusyMs(), performance.now()];
+    await b.ask('classify-times'); // drops the load runs' times
     const stream = await streamRuns(a, b);
     const streamWallMs = performance.now() - streamStarted;
+    const times = await b.ask('classify-times');
     const streamOtherCpu = Math.max(0, ((machineBusyMs() - machineBefore - (await ours() - oursBefore)) / streamWallMs) * 100);
     console.log(`  ${fixed(streamWallMs / 1000, 1)} s; other cpu% meanwhile ${fixed(streamOtherCpu, 0)}`);
+    if (times.type === 'classify-times' && times.served !== undefined && times.backToBack !== undefined) {
+      // Between requests the classifier's tables leave the CPU caches, so a call costs more than in a loop.
+      console.log(`  classification in the gateway (decision.micros): median ${fixed(times.served, 1)} µs over ${times.requests} requests; the same two turns back to back in that process: median ${fixed(times.backToBack, 1)} µs`);
+    }
     console.log('');
 
     const of = (setup: 'A' | 'B') => runs.filter((run) => run.setup === setup);
