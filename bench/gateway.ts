@@ -129,7 +129,7 @@ type Message =
   | { type: 'cpu'; usage: CpuUsage }
   | { type: 'profile-start' }
   | { type: 'profile-stop'; file?: string }
-  /** Median µs per classification: of the requests served since the last ask, and of the two turns back to back. */
+  /** Median µs per classification: of the requests served since the last ask; of the two turns back to back. */
   | { type: 'classify-times'; served?: number; requests?: number; backToBack?: number }
   | { type: 'close' };
 
@@ -568,7 +568,7 @@ async function main(): Promise<void> {
     const streamOtherCpu = Math.max(0, ((machineBusyMs() - machineBefore - (await ours() - oursBefore)) / streamWallMs) * 100);
     console.log(`  ${fixed(streamWallMs / 1000, 1)} s; other cpu% meanwhile ${fixed(streamOtherCpu, 0)}`);
     if (times.type === 'classify-times' && times.served !== undefined && times.backToBack !== undefined) {
-      // Between requests the classifier's tables leave the CPU caches, so a call costs more than in a loop.
+      // A classification between other work can cost several times one in a loop: both are printed.
       console.log(`  classification in the gateway (decision.micros): median ${fixed(times.served, 1)} µs over ${times.requests} requests; the same two turns back to back in that process: median ${fixed(times.backToBack, 1)} µs`);
     }
     console.log('');
