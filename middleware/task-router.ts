@@ -95,8 +95,6 @@ export const HEADER = {
   task: 'x-task-router-task',
 } as const;
 
-/** Headers the client may send us; every other x-task-router-* header from a client is dropped. */
-const CLIENT_HEADERS: ReadonlySet<string> = new Set([HEADER.override]);
 const PREFIX = 'x-task-router-';
 
 interface RequestRouting {
@@ -161,10 +159,10 @@ export function decisionHeaders(decision: RoutedDecision): Record<string, string
   };
 }
 
-/** Drops decision headers a client sent: only ours may reach the upstream. */
+/** Drops every x-task-router-* header a client sent, the override included: only ours reach the upstream. */
 export function dropClientDecisionHeaders(req: Request): void {
   for (const name of Object.keys(req.headers)) {
-    if (name.startsWith(PREFIX) && !CLIENT_HEADERS.has(name)) delete req.headers[name];
+    if (name.startsWith(PREFIX)) delete req.headers[name];
   }
 }
 
@@ -220,13 +218,13 @@ export function taskRouter(options: TaskRouterOptions = {}): RequestHandler {
   return (req: Request, res: Response, next: NextFunction) => {
     // Read before the client's x-task-router-* headers are dropped: the default session header is one.
     const sessionHeader = sessions ? req.headers[sessions.header] : undefined;
+    const overrideHeader = req.headers[HEADER.override];
     dropClientDecisionHeaders(req);
     const format = req.method === 'POST' ? formatForPath(req.path) : null;
     if (!format) return next();
     const snapshot = snapshotOf();
 
-    const override = parseOverride(req.headers[HEADER.override]);
-    delete req.headers[HEADER.override];
+    const override = parseOverride(overrideHeader);
     if (override instanceof Error) return sendError(res, format.name, 'invalid_request', override.message);
     if (override !== undefined && override !== 'auto' && !snapshot.allowOverride) {
       return sendError(res, format.name, 'invalid_request', `${HEADER.override} is disabled on this gateway (routing.overrides: false)`);

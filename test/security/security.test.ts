@@ -250,6 +250,23 @@ describe('client headers cannot spoof the decision headers sent upstream', () =>
     }
   });
 
+  it('a path that is not a chat route carries no x-task-router-* header upstream, the override included', async () => {
+    const gateway = await startGatewayForTest({ upstreamUrl: upstream.url });
+    try {
+      const headers = { ...FORGED, 'x-task-router-override': 'ACTION' };
+      const models = await fetch(`${gateway.url}/v1/models`, { headers });
+      await models.arrayBuffer();
+      expect(upstream.last().url).toBe('/v1/models');
+      expect(decisionHeadersOf(upstream.last().headers)).toEqual([]);
+      const embeddings = await postJson(gateway.url, '/v1/embeddings', { model: 'm', input: 'fix it' }, headers);
+      await embeddings.arrayBuffer();
+      expect(upstream.last().url).toBe('/v1/embeddings');
+      expect(decisionHeadersOf(upstream.last().headers)).toEqual([]);
+    } finally {
+      await gateway.close();
+    }
+  });
+
   it('on a routed request only our values arrive, once each, whatever casing or repetition the client used', async () => {
     const gateway = await startGatewayForTest({ upstreamUrl: upstream.url });
     try {
