@@ -74,13 +74,13 @@ describe('client decision headers are replaced by ours', () => {
     expect(response.headers.get('x-task-router-bogus')).toBeNull();
   });
 
-  it('forged decision headers on a non-chat path do not reach the upstream', async () => {
+  it('forged decision headers and the override on a non-chat path do not reach the upstream', async () => {
     upstream.respond(replyJson(200, { object: 'list', data: [] }));
-    const response = await fetch(`${gateway.url}/v1/models`, { headers: { 'x-task-router-mode': 'ACTION', 'x-task-router-route': 'action' } });
+    const response = await fetch(`${gateway.url}/v1/models`, { headers: { 'x-task-router-mode': 'ACTION', 'x-task-router-route': 'action', 'x-task-router-override': 'ACTION' } });
     expect(response.status).toBe(200);
     await response.arrayBuffer();
-    expect(upstream.last().headers['x-task-router-mode']).toBeUndefined();
-    expect(upstream.last().headers['x-task-router-route']).toBeUndefined();
+    expect(upstream.last().url).toBe('/v1/models');
+    expect(Object.keys(upstream.last().headers).filter((name) => name.startsWith('x-task-router-'))).toEqual([]);
   });
 });
 
