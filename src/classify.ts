@@ -1,9 +1,9 @@
 import { CATEGORY_ROLES, type Category, type Stakes } from './categories.js';
 import type { Confidence, Debate, Decision, Trigger } from './decision.js';
 import { maskProductNames } from './names.js';
-import { cleanText, foldLookalikes, matchingForm } from './normalize.js';
+import { cleanCharacters, foldLookalikes, joinCleaned, matchingForm } from './normalize.js';
 import type { CompiledRuleSet } from './ruleset.js';
-import { scanWindow } from './scan.js';
+import { readWindow } from './scan.js';
 
 export interface ClassifyOptions {
   /** Most UTF-16 units read per message (head and tail halves); capped by the engine's own limit. */
@@ -91,8 +91,8 @@ function withoutCancelled(found: readonly RuleMatch[], signals: readonly RuleMat
  */
 export function classifyText(rules: CompiledRuleSet, text: string, options: ClassifyOptions): Decision {
   const started = options.now?.();
-  const window = scanWindow(text, Math.min(options.scanBudget, rules.engine.maxInput));
-  const cleaned = cleanText(window.text);
+  const window = readWindow(text, Math.min(options.scanBudget, rules.engine.maxInput), cleanCharacters, joinCleaned);
+  const cleaned = window.text;
   const folded = foldLookalikes(cleaned, rules.lookalikes);
   const normalized = matchingForm(maskProductNames(folded, rules.names));
   // Letters with two readings (Cyrillic у as y or u): the rules also see the other reading.

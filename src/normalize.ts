@@ -52,6 +52,15 @@ export function matchingForm(normalized: string): string {
 
 /** Every step of normalizeText but the look-alike folding. */
 export function cleanText(text: string): string {
+  return joinCleaned(cleanCharacters(text));
+}
+
+/**
+ * The character-by-character part of cleanText: NFKC, lower case, marks and invisible characters
+ * dropped, quotes and line breaks made plain. It never looks past a character's neighbours, so a long
+ * text can be cleaned in pieces and the pieces joined with joinCleaned.
+ */
+export function cleanCharacters(text: string): string {
   return text
     .normalize('NFKC')
     .toLowerCase()
@@ -59,10 +68,54 @@ export function cleanText(text: string): string {
     .replace(INVISIBLE_OR_MARK, '')
     .replace(SINGLE_QUOTE, "'")
     .replace(DOUBLE_QUOTE, '"')
-    .replace(LINE_BREAK, '\n')
-    .replace(SPACE_RUN, ' ')
-    .trim();
+    .replace(LINE_BREAK, '\n');
 }
+
+/** The whole-text part of cleanText: letters spaced out read as words, white space folded, trimmed. */
+export function joinCleaned(text: string): string {
+  return joinSpacedLetters(text).replace(SPACE_RUN, ' ').trim();
+}
+
+const SPACED_LETTERS = /(?:^|\s)\p{L}[^\S\n]\p{L}[^\S\n]\p{L}(?:\s|$)/u;
+/** Fewest single letters in a row that read as a spaced-out word rather than initials or a list. */
+const MIN_SPACED_LETTERS = 4;
+
+/**
+ * `p u s h  t o  m a i n` → `push to main`: in a run of single letters each followed by one space,
+ * the letters are one word and a wider gap separates words. Shorter runs (`a b c`, `x y`) stay as
+ * they are. Linear: one pass over the space-separated pieces.
+ */
+function joinSpacedLetters(text: string): string {
+  if (!SPACED_LETTERS.test(text)) return text;
+  const pieces = text.split(/([^\S\n]+)/);
+  // pieces alternate: text, gap, text, gap, …
+  const out: string[] = [];
+  let index = 0;
+  while (index < pieces.length) {
+    let end = index;
+    let letters = 0;
+    while (isSingleLetter(pieces[end] ?? '')) {
+      letters += 1;
+      const gap = pieces[end + 1];
+      if (gap === undefined || gap.length > 2 || !isSingleLetter(pieces[end + 2] ?? '')) break;
+      end += 2;
+    }
+    if (letters >= MIN_SPACED_LETTERS) {
+      for (let at = index; at <= end; at += 2) {
+        out.push(pieces[at] ?? '');
+        if (at < end) out.push(pieces[at + 1] === ' ' ? '' : ' ');
+      }
+      index = end + 1;
+    } else {
+      out.push(pieces[index] ?? '');
+      index += 1;
+    }
+  }
+  return out.join('');
+}
+
+const SINGLE_LETTER = /^\p{L}$/u;
+const isSingleLetter = (piece: string): boolean => piece.length <= 2 && SINGLE_LETTER.test(piece);
 
 /**
  * Folds Cyrillic and Greek letters that look Latin (`і`, `е`, `о` …) to their Latin twins, but only

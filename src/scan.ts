@@ -41,3 +41,42 @@ export function scanWindow(text: string, budget: number): ScanWindow {
   const window = `${text.slice(0, headEnd)}\n${text.slice(tailStart)}`;
   return { text: window, length: text.length, scanned: headEnd + (text.length - tailStart), truncated: true };
 }
+
+/** How many raw characters one end may read to fill its half of the budget: invisible characters and marks take no budget, but reading them does take time. */
+const RAW_READ_FACTOR = 8;
+/** Raw characters cleaned in the first piece at each end; each further piece doubles. */
+const FIRST_PIECE = 1024;
+
+/** A raw cut point that does not split a surrogate pair. */
+function safeCut(text: string, at: number): number {
+  return isLowSurrogate(text.charCodeAt(at)) ? at - 1 : at;
+}
+
+/**
+ * The text the rules read: `clean` (character-local, see cleanCharacters) applied first and the budget
+ * applied to what it gives, then `join` over the result. So a character that vanishes (zero-width,
+ * marks) uses no budget, and one that expands (U+FDFA is 18 letters in NFKC) cannot multiply it. Each
+ * end is cleaned in growing pieces until it holds half the budget, meets the other end, or has read
+ * RAW_READ_FACTOR times half the budget in raw characters.
+ */
+export function readWindow(text: string, budget: number, clean: (part: string) => string, join: (cleaned: string) => string): ScanWindow {
+  const half = Math.floor(budget / 2);
+  const rawPerEnd = half * RAW_READ_FACTOR;
+  let head = '';
+  let headRaw = 0;
+  for (let piece = FIRST_PIECE; head.length < half && headRaw < text.length && headRaw < rawPerEnd; piece *= 2) {
+    const end = safeCut(text, Math.min(headRaw + piece, text.length));
+    head += clean(text.slice(headRaw, end));
+    headRaw = end;
+  }
+  let tail = '';
+  let tailRaw = text.length;
+  for (let piece = FIRST_PIECE; tail.length < half && tailRaw > headRaw && text.length - tailRaw < rawPerEnd; piece *= 2) {
+    const start = safeCut(text, Math.max(tailRaw - piece, headRaw));
+    tail = clean(text.slice(start, tailRaw)) + tail;
+    tailRaw = start;
+  }
+  const whole = tailRaw <= headRaw;
+  const window = scanWindow(whole ? join(head + tail) : `${join(head)}\n${join(tail)}`, budget);
+  return { text: window.text, length: text.length, scanned: window.scanned, truncated: !whole || window.truncated };
+}

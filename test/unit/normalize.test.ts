@@ -269,6 +269,21 @@ describe('normalizeText: evasions read as plain words', () => {
   });
 });
 
+describe('cleanText: letters spaced out read as words', () => {
+  it.each([
+    ['p u s h  t o  m a i n', 'push to main'],
+    ['D E L E T E the logs', 'delete the logs'],
+    ['please r u n  t h e  t e s t s now', 'please run the tests now'],
+    ['f\u200b i x', 'f i x'],
+  ])('%j → %j', (input, expected) => {
+    expect(cleanText(input)).toBe(expected);
+  });
+
+  it.each(['plan a b c', 'x y z', 'options a, b, c and d', 'i am a b', 'rows a b c\nd e f'])('short runs and lists stay as they are: %j', (input) => {
+    expect(cleanText(input)).toBe(input);
+  });
+});
+
 describe('normalizeText: properties', () => {
   const arbitraryText = fc.string({
     unit: fc.oneof(

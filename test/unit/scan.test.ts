@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createClassifier, DecisionSchema, DEFAULT_SCAN_BUDGET, type Classifier } from '../../src/index.js';
-import { scanWindow } from '../../src/scan.js';
+import { readWindow, scanWindow } from '../../src/scan.js';
+import { cleanCharacters, cleanText, joinCleaned } from '../../src/normalize.js';
 
 /** Harmless prose: no keyword, path, URL or question lead in any line. */
 const PROSE_LINE = 'The garden was quiet in the early morning and the birds sang softly over the old stone wall.\n';
@@ -191,5 +192,41 @@ describe('scanBudget option', () => {
 
   it('defaults to 16 Ki', () => {
     expect(DEFAULT_SCAN_BUDGET).toBe(16 * 1024);
+  });
+});
+
+describe('readWindow: the budget applies to the normalised text', () => {
+  const read = (text: string, budget = DEFAULT_SCAN_BUDGET) => readWindow(text, budget, cleanCharacters, joinCleaned);
+
+  it('a character that expands under NFKC cannot multiply the budget', () => {
+    // U+FDFA is one character and eighteen letters after NFKC.
+    for (const text of ['\ufdfa'.repeat(DEFAULT_SCAN_BUDGET), ` \ufdfa`.repeat(DEFAULT_SCAN_BUDGET), '\ufdfa'.repeat(1 << 20)]) {
+      const window = read(text);
+      expect(window.truncated).toBe(true);
+      expect(window.text.length).toBeLessThanOrEqual(DEFAULT_SCAN_BUDGET + 1);
+      expect(window.scanned).toBeLessThanOrEqual(DEFAULT_SCAN_BUDGET);
+    }
+  });
+
+  it('invisible characters use no budget: a trigger behind 50,000 zero-width spaces is seen', () => {
+    const text = `please f${'\u200b'.repeat(50_000)}ix the login bug`;
+    expect(read(text)).toMatchObject({ text: 'please fix the login bug', truncated: false });
+    const decision = classifier.classify(text);
+    expect(decision.mode).toBe('ACTION');
+    expect(decision.triggers.map((t) => t.match)).toContain('please fix');
+  });
+
+  it('a text within the budget once cleaned is read whole, in one piece', () => {
+    const text = `fix ${'the tests '.repeat(500)}now`;
+    expect(read(text, 8192)).toEqual({ text: cleanText(text), length: text.length, scanned: cleanText(text).length, truncated: false });
+  });
+
+  it('reads head and tail of a long text, as scanWindow does on the cleaned text', () => {
+    const text = `${'Head words here. '.repeat(5000)}${'Tail words there. '.repeat(5000)}`;
+    const window = read(text, 1024);
+    expect(window.truncated).toBe(true);
+    expect(window.text.startsWith('head words here.')).toBe(true);
+    expect(window.text.endsWith('tail words there.')).toBe(true);
+    expect(window.scanned).toBeLessThanOrEqual(1024);
   });
 });
