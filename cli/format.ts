@@ -9,6 +9,8 @@ export function explainDecision(text: string, decision: Decision): string {
     fast_path: 'the whole message is one trivial command',
     question: 'it starts as a question and carries no external reference',
     triggers: 'ACTION triggers matched',
+    scorer: 'the scorer overturned the rules',
+    context: 'a follow-up: it takes the route of the turn it continues',
     default: 'no question pattern and no ACTION trigger: default',
     override: 'forced by an override',
   };
@@ -18,6 +20,11 @@ export function explainDecision(text: string, decision: Decision): string {
     `  Confidence: ${decision.confidence} (${decision.triggers.length} distinct trigger${decision.triggers.length === 1 ? '' : 's'})`,
   ];
   for (const trigger of decision.triggers) lines.push(`    - ${trigger.rule} [${trigger.category}] "${trigger.match}"`);
+  if (decision.scorer !== null && !decision.trivial) {
+    lines.push(`  Score:      ${decision.score.toFixed(3)} probability of ACTION${decision.unsure ? ' (unsure: inside the band)' : ''}`);
+    for (const { feature, weight } of decision.features) lines.push(`    ${weight >= 0 ? '+' : '-'}${Math.abs(weight).toFixed(2)} ${feature}`);
+  }
+  if (decision.followed) lines.push(`  Context:    followed ${decision.followed === 'offer' ? "the assistant's offer" : decision.followed === 'previous' ? 'the previous human turn' : 'a decline'}`);
   const debate = decision.debate;
   if (debate.stakes !== 'none') {
     lines.push(`  Debate:     ${debate.verdict} (stakes ${debate.stakes}${debate.bypass ? `, bypassed: ${debate.bypass}` : ''})`);
@@ -36,6 +43,8 @@ export function formatReport(file: string, report: EvalReport): string {
     `  accuracy             ${percent(report.accuracy)} (${report.correct}/${report.total})   gate > 90%: ${gate(report.gates.accuracy)}`,
     `  false-positive rate  ${percent(report.falsePositiveRate)} (${report.falsePositives} ANSWER sent to ACTION)   gate < 5%: ${gate(report.gates.falsePositiveRate)}`,
     `  false negatives      ${report.falseNegatives} (needs_ops sent to ANSWER)   gate = 0: ${gate(report.gates.falseNegatives)}`,
+    `  unsure               ${percent(report.unsure.rate)} (${report.unsure.count}); accuracy on the rest ${percent(report.unsure.sureAccuracy)}`,
+    `  unsure sent to       ANSWER: ${percent(report.policies.answer)} accuracy; ACTION: ${percent(report.policies.action)} (forced choice: ${percent(report.accuracy)})`,
     '',
     '  confusion (rows expected, columns given)',
     '              ANSWER  ACTION',

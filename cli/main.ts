@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { createClassifier, CorpusLineSchema, evaluate, type Classifier, type CorpusLine, type EngineName } from '../src/index.js';
+import { createClassifier, evaluate, turnsOf, type Classifier, type EngineName, type Turns } from '../src/index.js';
 import { explainDecision, formatReport } from './format.js';
 import { pino } from 'pino';
 import { startGateway } from '../middleware/gateway.js';
@@ -9,20 +9,24 @@ import { buildSnapshot } from '../middleware/snapshot.js';
 import { loadConfig } from '../middleware/config.js';
 import { readDataFile } from '../middleware/files.js';
 import { readStdin } from './read.js';
+import { readCorpus, UsageError } from './corpus.js';
+import { trainCommand } from './train.js';
 
 const USAGE = `usage:
   task-router classify "text" [--json]      explain how one message routes
-  task-router classify --jsonl < lines      one decision per input line ({"id", "text"} or plain text)
+  task-router classify --jsonl < lines      one decision per input line ({"id", "text"}, {"id", "messages"} or plain text)
   task-router eval FILE.jsonl [--json]      score a labelled corpus against the quality gates
-  task-router check [--config FILE]         validate the configuration, rule set and prompts
+  task-router check [--config FILE]         validate the configuration, rule set, scorer and prompts
+  task-router train [--check]               rebuild the scorer and context weights from data/ (--check: compare with the shipped ones)
   task-router serve [--config FILE]         run the gateway (npm start)
 options:
   --config FILE       gateway configuration (YAML or JSON); default: $TASK_ROUTER_CONFIG or config/default.yaml
   --rules FILE        rule set (JSON or YAML); default: the shipped config/rules.json
   --engine NAME       regex engine: re2js (default) or re2-wasm
+  --rules-only        classify and eval with the rules alone: no scorer, no context model
+  --report-only       eval prints the report and exits 0 whatever the gates say (held-out sets)
 exit status: 0 ok, 1 a quality gate failed or a --jsonl line was invalid, 2 bad usage or input`;
 
-class UsageError extends Error {}
 
 const OPTIONS = {
   json: { type: 'boolean' },
@@ -30,6 +34,9 @@ const OPTIONS = {
   rules: { type: 'string' },
   config: { type: 'string' },
   engine: { type: 'string' },
+  check: { type: 'boolean' },
+  'rules-only': { type: 'boolean' },
+  'report-only': { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -39,13 +46,15 @@ function engineOf(value: string | undefined): EngineName {
   return engine;
 }
 
-async function loadClassifier(values: { rules?: string | undefined; engine?: string | undefined }): Promise<Classifier> {
+async function loadClassifier(values: { rules?: string | undefined; engine?: string | undefined; 'rules-only'?: boolean | undefined }): Promise<Classifier> {
   const engine = engineOf(values.engine);
   const rules = values.rules ? await readDataFile(values.rules) : undefined;
-  return createClassifier({ rules, engine, now: () => performance.now() });
+  const rulesOnly = values['rules-only'] ? { scorer: null, context: null } : {};
+  return createClassifier({ rules, engine, now: () => performance.now(), ...rulesOnly });
 }
 
-function parseJsonlLine(raw: string, line: number): { id?: unknown; text: string } {
+/** One --jsonl input line: plain text, {"text"} or {"messages"} (OpenAI chat shape), with an optional id. */
+function parseJsonlLine(raw: string, line: number): { id?: unknown; text?: string; turns?: Turns } {
   if (!raw.trimStart().startsWith('{')) return { text: raw };
   let value: unknown;
   try {
@@ -53,12 +62,18 @@ function parseJsonlLine(raw: string, line: number): { id?: unknown; text: string
   } catch (error) {
     throw new Error(`line ${line}: invalid JSON (${(error as Error).message})`);
   }
-  const record = value as { id?: unknown; text?: unknown };
-  if (typeof record.text !== 'string') throw new Error(`line ${line}: "text" must be a string`);
-  return record.id === undefined ? { text: record.text } : { id: record.id, text: record.text };
+  const record = value as { id?: unknown; text?: unknown; messages?: unknown };
+  const id = record.id === undefined ? {} : { id: record.id };
+  if (typeof record.text === 'string') return { ...id, text: record.text };
+  if (Array.isArray(record.messages)) {
+    const turns = turnsOf(record.messages as { role?: unknown; content?: unknown }[]);
+    if (turns === null) throw new Error(`line ${line}: "messages" holds no user turn with text`);
+    return { ...id, turns };
+  }
+  throw new Error(`line ${line}: needs "text" (a string) or "messages" (a list of chat messages)`);
 }
 
-async function classifyCommand(args: string[], values: { json?: boolean | undefined; jsonl?: boolean | undefined; rules?: string | undefined; engine?: string | undefined }): Promise<number> {
+async function classifyCommand(args: string[], values: { json?: boolean | undefined; jsonl?: boolean | undefined; rules?: string | undefined; engine?: string | undefined; 'rules-only'?: boolean | undefined }): Promise<number> {
   const classifier = await loadClassifier(values);
   if (values.jsonl) {
     const lines = (await readStdin()).split('\n');
@@ -67,8 +82,9 @@ async function classifyCommand(args: string[], values: { json?: boolean | undefi
       if (raw.trim() === '') return;
       const line = index + 1;
       try {
-        const { id, text } = parseJsonlLine(raw, line);
-        process.stdout.write(`${JSON.stringify({ ...(id === undefined ? {} : { id }), line, ...classifier.classify(text) })}\n`);
+        const { id, text, turns } = parseJsonlLine(raw, line);
+        const decision = turns ? classifier.classifyTurns(turns) : classifier.classify(text ?? '');
+        process.stdout.write(`${JSON.stringify({ ...(id === undefined ? {} : { id }), line, ...decision })}\n`);
       } catch (error) {
         failed += 1;
         process.stdout.write(`${JSON.stringify({ line, error: (error as Error).message })}\n`);
@@ -83,44 +99,18 @@ async function classifyCommand(args: string[], values: { json?: boolean | undefi
   return 0;
 }
 
-async function readCorpus(file: string): Promise<{ line: number; entry: CorpusLine }[]> {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (error) {
-    throw new UsageError(`cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
-  }
-  const entries: { line: number; entry: CorpusLine }[] = [];
-  const problems: string[] = [];
-  text.split('\n').forEach((raw, index) => {
-    if (raw.trim() === '') return;
-    const line = index + 1;
-    let value: unknown;
-    try {
-      value = JSON.parse(raw);
-    } catch (error) {
-      problems.push(`${file}:${line}: invalid JSON (${(error as Error).message})`);
-      return;
-    }
-    const parsed = CorpusLineSchema.safeParse(value);
-    if (!parsed.success) {
-      problems.push(`${file}:${line}: ${parsed.error.issues.map((issue) => `${issue.path.join('.') || 'line'}: ${issue.message}`).join('; ')}`);
-      return;
-    }
-    entries.push({ line, entry: parsed.data });
-  });
-  if (problems.length > 0) throw new UsageError(`the corpus has invalid lines (expected {"text", "expected": "ANSWER"|"ACTION", "needs_ops"?, "category"?}):\n${problems.join('\n')}`);
-  return entries;
-}
-
-async function evalCommand(args: string[], values: { json?: boolean | undefined; rules?: string | undefined; engine?: string | undefined }): Promise<number> {
+async function evalCommand(args: string[], values: { json?: boolean | undefined; rules?: string | undefined; engine?: string | undefined; 'rules-only'?: boolean | undefined; 'report-only'?: boolean | undefined }): Promise<number> {
   const [file] = args;
   if (!file || args.length > 1) throw new UsageError('eval takes one corpus file, e.g. task-router eval test/corpus/messages.jsonl');
   const classifier = await loadClassifier(values);
   const corpus = await readCorpus(file);
-  const report = evaluate(corpus.map(({ line, entry }) => ({ line, entry, decision: classifier.classify(entry.text) })));
+  const report = evaluate(corpus.map(({ line, entry }) => {
+    const turns = entry.messages === undefined ? null : turnsOf(entry.messages);
+    if (entry.messages !== undefined && turns === null) throw new UsageError(`${file}:${line}: "messages" holds no user turn with text`);
+    return { line, entry, decision: turns === null ? classifier.classify(entry.text ?? '') : classifier.classifyTurns(turns) };
+  }));
   process.stdout.write(`${values.json ? JSON.stringify(report) : formatReport(file, report)}\n`);
-  return report.gates.passed ? 0 : 1;
+  return report.gates.passed || values['report-only'] ? 0 : 1;
 }
 
 function configFile(values: { config?: string | undefined }): string | undefined {
@@ -193,6 +183,8 @@ async function main(argv: string[]): Promise<number> {
       return checkCommand(values);
     case 'serve':
       return serveCommand(values);
+    case 'train':
+      return trainCommand(values, values.rules ? await readDataFile(values.rules) : undefined);
     default:
       throw new UsageError(`unknown command "${command}"`);
   }

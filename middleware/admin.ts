@@ -1,6 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { z } from 'zod';
+import { jsonKind, ownEndpointErrors, sendRouterError } from './errors.js';
 import type { RoutingRuntime } from './runtime.js';
 
 const FlagsSchema = z.object({ hardRouting: z.boolean() }).strict();
@@ -12,22 +13,36 @@ export function tokenMatches(presented: string, expected: string): boolean {
   return timingSafeEqual(digest(presented), digest(expected));
 }
 
-function adminError(res: Response, status: number, message: string, details?: readonly string[]): void {
-  res.status(status).json({ error: { message, type: status === 401 ? 'authentication_error' : 'invalid_request_error', ...(details ? { details } : {}) } });
+/** The auth scheme is case-insensitive (RFC 9110 §11.1): "bearer" and "BEARER" are Bearer. */
+const BEARER = /^Bearer[ \t]+(\S.*)$/i;
+
+/** The token of an `Authorization: Bearer <token>` header, or '' when there is none. */
+export function bearerToken(header: string | undefined): string {
+  return BEARER.exec(header ?? '')?.[1]?.trim() ?? '';
+}
+
+export interface BearerOptions {
+  /** The realm named in WWW-Authenticate. */
+  readonly realm?: string;
+  /** Where the expected token comes from, for the error message (never the token itself). */
+  readonly source?: string;
 }
 
 /** Requires `Authorization: Bearer <token>`; the token is never echoed or logged. */
-export function bearerAuth(token: string) {
+export function bearerAuth(token: string, options: BearerOptions = {}) {
+  const realm = options.realm ?? 'task-router admin';
+  const source = options.source ?? 'ADMIN_TOKEN';
   return (req: Request, res: Response, next: NextFunction) => {
-    const header = req.headers.authorization ?? '';
-    const presented = header.startsWith('Bearer ') ? header.slice('Bearer '.length).trim() : '';
+    const presented = bearerToken(req.headers.authorization);
     if (presented === '' || !tokenMatches(presented, token)) {
-      res.setHeader('www-authenticate', 'Bearer realm="task-router admin"');
-      return adminError(res, 401, 'missing or wrong admin token: send Authorization: Bearer <ADMIN_TOKEN>');
+      res.setHeader('www-authenticate', `Bearer realm="${realm}"`);
+      return sendRouterError(res, 401, `missing or wrong token: send Authorization: Bearer <${source}>`);
     }
     next();
   };
 }
+
+const ENDPOINTS = 'GET /admin/state, POST /admin/flags, POST /admin/reload';
 
 /**
  * The admin API: POST /admin/flags {"hardRouting": bool} toggles hard routing for the next request,
@@ -35,7 +50,8 @@ export function bearerAuth(token: string) {
  */
 export function adminRouter(runtime: RoutingRuntime, token: string): Router {
   const router = express.Router();
-  router.use('/admin', bearerAuth(token), express.json({ limit: 16 * 1024, type: () => true }));
+  // Not strict: a number or a string is valid JSON, and the flags handler says what it should have been.
+  router.use('/admin', bearerAuth(token), express.json({ limit: 16 * 1024, type: () => true, strict: false }));
 
   router.get('/admin/state', (_req, res) => {
     const snapshot = runtime.snapshot();
@@ -43,8 +59,12 @@ export function adminRouter(runtime: RoutingRuntime, token: string): Router {
   });
 
   router.post('/admin/flags', (req, res) => {
-    const parsed = FlagsSchema.safeParse(req.body);
-    if (!parsed.success) return adminError(res, 400, 'expected a JSON body {"hardRouting": true} or {"hardRouting": false}', parsed.error.issues.map((issue) => `${issue.path.join('.') || 'body'}: ${issue.message}`));
+    const body: unknown = req.body;
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+      return sendRouterError(res, 400, `request body must be a JSON object {"hardRouting": true} or {"hardRouting": false}, got ${body === undefined ? 'no body' : jsonKind(body)}`);
+    }
+    const parsed = FlagsSchema.safeParse(body);
+    if (!parsed.success) return sendRouterError(res, 400, 'expected a JSON body {"hardRouting": true} or {"hardRouting": false}', parsed.error.issues.map((issue) => `${issue.path.join('.') || 'body'}: ${issue.message}`));
     runtime.setHardRouting(parsed.data.hardRouting, 'admin');
     const snapshot = runtime.snapshot();
     res.json({ hardRouting: snapshot.hardRouting, configHash: snapshot.configHash });
@@ -52,14 +72,13 @@ export function adminRouter(runtime: RoutingRuntime, token: string): Router {
 
   router.post('/admin/reload', async (_req, res) => {
     const result = await runtime.reload('admin');
-    if (!result.ok) return adminError(res, 400, 'reload rejected; the previous configuration keeps serving', result.errors);
+    if (!result.ok) return sendRouterError(res, 400, 'reload rejected; the previous configuration keeps serving', result.errors);
     res.json(result);
   });
 
-  router.use('/admin', (error: Error & { type?: string }, _req: Request, res: Response, next: NextFunction) => {
-    if (error.type === 'entity.parse.failed') return adminError(res, 400, `body is not valid JSON: ${error.message}`);
-    if (error.type === 'entity.too.large') return adminError(res, 413, 'admin requests are small JSON bodies');
-    next(error);
+  router.use('/admin', (_req: Request, res: Response) => {
+    sendRouterError(res, 404, `no such admin endpoint: the admin API serves ${ENDPOINTS}`);
   });
+  router.use('/admin', ownEndpointErrors('admin requests are small JSON bodies'));
   return router;
 }

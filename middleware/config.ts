@@ -2,6 +2,10 @@ import { createHash } from 'node:crypto';
 import { dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { STRATEGIES } from '../src/index.js';
+
+/** What an unsure decision does under hard routing (routing.onUnsure). */
+export const UNSURE_POLICIES = ['soft', 'answer', 'action', 'tiebreak'] as const;
+export type UnsurePolicy = (typeof UNSURE_POLICIES)[number];
 import { packageRoot, readDataFile } from './files.js';
 
 /** The gateway's configuration file, validated at load; every field has a default. */
@@ -11,8 +15,15 @@ export const ConfigSchema = z
       .object({
         host: z.string().min(1).default('127.0.0.1'),
         port: z.number().int().min(0).max(65535).default(8080),
+        /** Time a client has to send its request head (Node's headersTimeout); slower gets a 408 and is closed. */
+        headersTimeoutMs: z.number().int().min(100).max(3_600_000).default(30_000),
+        /** Time a client has to send its whole request, body included (Node's requestTimeout); at least headersTimeoutMs. */
+        requestTimeoutMs: z.number().int().min(100).max(3_600_000).default(120_000),
+        /** Most client connections open at once, on each listening address; more are closed on arrival. */
+        maxConnections: z.number().int().positive().default(4096),
       })
       .strict()
+      .refine((server) => server.headersTimeoutMs <= server.requestTimeoutMs, { message: 'headersTimeoutMs must not be larger than requestTimeoutMs', path: ['headersTimeoutMs'] })
       .prefault({}),
     upstream: z
       .object({
@@ -21,6 +32,8 @@ export const ConfigSchema = z
         maxSockets: z.number().int().positive().default(256),
         /** Longest silence inside a response body (between two bytes) before both sides are closed. */
         idleTimeoutMs: z.number().int().positive().default(300_000),
+        /** Longest a response body may take from its headers to its end, streams included, before both sides are closed. */
+        maxDurationMs: z.number().int().positive().default(1_800_000),
       })
       .strict()
       .prefault({}),
@@ -41,7 +54,33 @@ export const ConfigSchema = z
         engine: z.enum(['re2js', 're2-wasm']).default('re2js'),
         scanBudget: z.number().int().min(256).default(16 * 1024),
         overrides: z.boolean().default(true),
+        /**
+         * The secret a client sends in x-task-router-override-token to force a route. With none set,
+         * forcing overrides are refused (403) unless overridesOpen is true.
+         */
+        overrideToken: z.string().min(16, 'at least 16 characters: a shared secret, e.g. from openssl rand -hex 24').nullable().default(null),
+        /** Let any client force a route with no token: only where every client is trusted. */
+        overridesOpen: z.boolean().default(false),
+        /**
+         * What an unsure decision (a score inside the scorer's band) does under hard routing: soft (this
+         * request gets the soft-router prompt and the model decides), answer, action (the forced choice
+         * is overridden), or tiebreak (one bounded call to routing.tiebreak; no verdict falls back to soft).
+         */
+        onUnsure: z.enum(UNSURE_POLICIES).default('soft'),
+        /** The tie-breaker's endpoint, for onUnsure: tiebreak. Its key comes from the environment variable apiKeyEnv. */
+        tiebreak: z
+          .object({
+            url: z.url({ protocol: /^https?$/, error: 'the full http(s) URL of an OpenAI-compatible chat completions endpoint' }),
+            model: z.string().min(1),
+            apiKeyEnv: z.string().regex(/^[A-Z_][A-Z0-9_]*$/, 'an environment variable name').default('TIEBREAK_API_KEY'),
+            timeoutMs: z.number().int().min(10).max(30_000).default(800),
+            cacheSize: z.number().int().min(0).max(1_000_000).default(10_000),
+          })
+          .strict()
+          .nullable()
+          .default(null),
       })
+      .refine((routing) => routing.onUnsure !== 'tiebreak' || routing.tiebreak !== null, { message: 'onUnsure: tiebreak needs routing.tiebreak (url and model)', path: ['onUnsure'] })
       .strict()
       .prefault({}),
     rules: z.string().min(1).default('./rules.json'),
@@ -86,6 +125,13 @@ export const ConfigSchema = z
       })
       .strict()
       .prefault({}),
+    outcomes: z
+      .object({
+        /** A shared secret POST /router/outcomes requires as a bearer token; null: the decision id alone authorises a report. */
+        token: z.string().min(16, 'at least 16 characters: a shared secret, e.g. from openssl rand -hex 24').nullable().default(null),
+      })
+      .strict()
+      .prefault({}),
     sessions: z
       .object({
         /** The request header naming a session; requests without it keep no failure-debate state. */
@@ -123,6 +169,8 @@ export interface LoadedConfig {
   readonly rulesFile: string;
   readonly promptsDir: string;
   readonly logDir: string;
+  /** The tie-breaker's key, read from the environment variable routing.tiebreak.apiKeyEnv at load; never logged. */
+  readonly tiebreakKey: string | null;
 }
 
 /** Minutes east of UTC of an offset such as +05:30. */
@@ -171,7 +219,19 @@ export async function loadConfig(file: string = DEFAULT_CONFIG_FILE, env: NodeJS
   if (issues.length > 0 || !parsed.success) throw new ConfigError(file, issues);
   const base = dirname(resolve(file));
   const logDir = parsed.data.logging.dir === null ? resolve('logs') : resolve(base, parsed.data.logging.dir);
-  return { config: parsed.data, file, rulesFile: resolve(base, parsed.data.rules), promptsDir: resolve(base, parsed.data.prompts), logDir };
+  const keyEnv = parsed.data.routing.tiebreak?.apiKeyEnv;
+  const tiebreakKey = keyEnv ? env[keyEnv] || null : null;
+  return { config: parsed.data, file, rulesFile: resolve(base, parsed.data.rules), promptsDir: resolve(base, parsed.data.prompts), logDir, tiebreakKey };
+}
+
+/** The configuration with its secrets replaced by whether they are set: for hashes and displays. */
+export function withoutSecrets(config: GatewayConfig): GatewayConfig {
+  const secret = (value: string | null) => (value === null ? null : '(set)');
+  return {
+    ...config,
+    routing: { ...config.routing, overrideToken: secret(config.routing.overrideToken) },
+    outcomes: { ...config.outcomes, token: secret(config.outcomes.token) },
+  };
 }
 
 /** A short, stable fingerprint of everything that shapes routing. */

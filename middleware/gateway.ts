@@ -2,17 +2,19 @@ import type { AddressInfo } from 'node:net';
 import http, { type Server } from 'node:http';
 import express, { type Express, type Request, type Response, type Router } from 'express';
 import { formatForPath, type Outcome } from '../src/index.js';
-import { adminRouter } from './admin.js';
+import { adminRouter, bearerAuth } from './admin.js';
 import { startEchoUpstream, type EchoUpstream } from './echo-upstream.js';
+import { finalErrorHandler, sendRouterError } from './errors.js';
 import { bodyErrors, jsonBody } from './json-body.js';
 import { DEFAULT_MAX_MESSAGES, messageLimit } from './limits.js';
 import { pino, type Logger } from 'pino';
-import { bearerAuth } from './admin.js';
-import { offsetMinutes } from './config.js';
+import { offsetMinutes, type GatewayConfig } from './config.js';
 import { createMetrics } from './metrics.js';
 import { observe, type GatewayHooks } from './observability.js';
 import { outcomesRouter, sessionsRouter } from './outcomes.js';
-import { createUpstreamProxy } from './proxy.js';
+import { refuseAmbiguousPaths } from './paths.js';
+import { guardProcess } from './process-guard.js';
+import { createUpstreamProxy, type UpstreamOptions } from './proxy.js';
 import { RoutingRuntime, type RuntimeEvents } from './runtime.js';
 import { MemorySessionStore, SessionTracker } from './sessions.js';
 
@@ -21,7 +23,7 @@ import { dropClientDecisionHeaders, taskRouter, type RoutingSnapshot } from './t
 
 export interface GatewayAppOptions {
   readonly snapshot: () => RoutingSnapshot;
-  readonly upstream: { readonly url: string; readonly timeoutMs: number; readonly maxSockets: number; readonly idleTimeoutMs?: number };
+  readonly upstream: UpstreamOptions;
   readonly bodyBytes: number;
   /** Most messages per chat request (limits.maxMessages); default DEFAULT_MAX_MESSAGES. */
   readonly maxMessages?: number;
@@ -32,11 +34,25 @@ export interface GatewayAppOptions {
   readonly sessions?: SessionTracker;
   /** Observes every outcome report accepted. */
   readonly outcomeReported?: (outcome: Outcome) => void;
+  /** A shared secret POST /router/outcomes requires as a bearer token (outcomes.token). */
+  readonly outcomesToken?: string | null;
+  /**
+   * Where the admin API is, for the answer to /admin/* paths nothing else served: off (no ADMIN_TOKEN),
+   * or on its own address. When it is served here, its router answers unknown paths itself.
+   */
+  readonly admin?: 'off' | 'elsewhere';
 }
 
+const ADMIN_ANSWER: Readonly<Record<'off' | 'elsewhere', string>> = {
+  off: 'the admin API is off: set ADMIN_TOKEN to turn it on (admin.host/admin.port move it to its own address)',
+  elsewhere: 'the admin API is not served here: it listens on its own address (admin.host/admin.port)',
+};
+
 /**
- * The gateway as an Express app: chat routes are parsed, routed and proxied; every other path is
- * proxied untouched, byte for byte.
+ * The gateway as an Express app: chat routes are parsed, routed and proxied; a path that spells a chat
+ * route or one of our endpoints in a way we would not match is refused (see refuseAmbiguousPaths); every
+ * other path is proxied untouched, byte for byte, less its hop-by-hop headers. Every error the gateway
+ * answers itself is JSON in the API's shape, never an HTML page or a stack trace.
  */
 export function createGatewayApp(options: GatewayAppOptions): { app: Express; close(): void } {
   const app = express();
@@ -58,6 +74,8 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Express; cl
     });
   }
 
+  app.use(refuseAmbiguousPaths());
+
   app.get('/healthz', (_req: Request, res: Response) => {
     const snapshot = options.snapshot();
     res.json({ status: 'ok', hardRouting: snapshot.hardRouting, configHash: snapshot.configHash });
@@ -65,12 +83,10 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Express; cl
 
   for (const routes of options.extraRoutes ?? []) app.use(routes);
   // Our own paths never go upstream, whether the admin API is on here, elsewhere, or off.
-  app.use('/admin', (_req: Request, res: Response) => {
-    res.status(404).json({ error: { message: 'the admin API is not served here: set ADMIN_TOKEN to turn it on (admin.host/admin.port move it to its own address)', type: 'invalid_request_error' } });
-  });
-  if (options.sessions) app.use(outcomesRouter(options.sessions, options.outcomeReported));
+  app.use('/admin', (_req: Request, res: Response) => sendRouterError(res, 404, ADMIN_ANSWER[options.admin ?? 'off']));
+  if (options.sessions) app.use(outcomesRouter(options.sessions, { ...(options.outcomeReported ? { reported: options.outcomeReported } : {}), token: options.outcomesToken ?? null }));
   app.use('/router', (_req: Request, res: Response) => {
-    res.status(404).json({ error: { message: 'no such task-router endpoint here: POST /router/outcomes; GET /router/sessions/:id needs ADMIN_TOKEN and is served with the admin API', type: 'invalid_request_error' } });
+    sendRouterError(res, 404, 'no such task-router endpoint here: POST /router/outcomes; GET /router/sessions/:id needs ADMIN_TOKEN and is served with the admin API');
   });
 
   const chat = express.Router();
@@ -81,7 +97,19 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Express; cl
     next();
   });
   app.use(proxy.handler);
+  app.use(finalErrorHandler(options.hooks?.internalError ? { internal: options.hooks.internalError } : {}));
   return { app, close: () => proxy.close() };
+}
+
+/** An app for the admin API or /metrics on an address of its own: JSON for unknown paths and errors too. */
+function ownApp(routes: Router, hooks?: GatewayHooks): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.use(refuseAmbiguousPaths());
+  app.use(routes);
+  app.use((_req: Request, res: Response) => sendRouterError(res, 404, 'no such endpoint on this address'));
+  app.use(finalErrorHandler({ ownPath: () => true, ...(hooks?.internalError ? { internal: hooks.internalError } : {}) }));
+  return app;
 }
 
 export interface RunningGateway {
@@ -105,14 +133,34 @@ export interface StartOptions {
   readonly events?: RuntimeEvents;
   /** Operational log; default silent. */
   readonly log?: Logger;
+  /**
+   * Called when an uncaught exception leaves the process in a state the gateway cannot vouch for (see
+   * guardProcess); the default closes the gateway and exits with status 1. Request-scoped errors and
+   * unhandled rejections are logged and counted, and the gateway serves on.
+   */
+  readonly fatal?: (error: unknown, gateway: RunningGateway) => void;
 }
 
-/** Listens with Node's own request-head limit set (limits.headerBytes): a larger head gets a 431 from Node. */
-function listen(app: Express, port: number, host: string, maxHeaderSize: number): Promise<Server> {
+/**
+ * Listens with Node's own limits set from the configuration: the request head's size (a larger one gets
+ * a 431), the time to send the head and the whole request (a slower client gets a 408 and is closed, so
+ * a trickled body cannot hold a connection), and the number of connections open at once.
+ */
+function listen(app: Express, port: number, host: string, config: GatewayConfig, log: Logger): Promise<Server> {
+  const { headersTimeoutMs, requestTimeoutMs, maxConnections } = config.server;
+  // Node checks both timeouts on this interval (30 s by default): it bounds how late a cut can come.
+  const connectionsCheckingInterval = Math.max(50, Math.min(30_000, Math.floor(headersTimeoutMs / 4)));
   return new Promise((resolve, reject) => {
-    const server = http.createServer({ maxHeaderSize }, app);
-    server.listen(port, host, () => resolve(server));
+    const server = http.createServer({ maxHeaderSize: config.limits.headerBytes, headersTimeout: headersTimeoutMs, requestTimeout: requestTimeoutMs, connectionsCheckingInterval }, app);
+    server.maxConnections = maxConnections;
     server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      // A failed accept (EMFILE when file descriptors run out) is the server's 'error' event; unheard,
+      // it would end the process. Connections already open keep being served.
+      server.on('error', (error: NodeJS.ErrnoException) => log.error({ code: error.code, err: error.message, address: `${host}:${port}` }, 'the server could not accept a connection'));
+      resolve(server);
+    });
   });
 }
 
@@ -157,7 +205,7 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
   const metricsRoutes = express.Router();
   const metricsToken = env.METRICS_TOKEN?.trim() || null;
   if (config.metrics.enabled) {
-    if (metricsToken) metricsRoutes.use('/metrics', bearerAuth(metricsToken));
+    if (metricsToken) metricsRoutes.use('/metrics', bearerAuth(metricsToken, { realm: 'task-router metrics', source: 'METRICS_TOKEN' }));
     metricsRoutes.get('/metrics', async (_req: Request, res: Response) => {
       res.setHeader('content-type', metrics.registry.contentType);
       res.end(await metrics.registry.metrics());
@@ -176,34 +224,31 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
   const separateAdmin = admin !== null && (config.admin.host !== null || config.admin.port !== null);
   const gateway = createGatewayApp({
     snapshot: runtime.snapshot,
-    upstream: { url: upstreamUrl, timeoutMs: config.upstream.timeoutMs, maxSockets: config.upstream.maxSockets, idleTimeoutMs: config.upstream.idleTimeoutMs },
+    upstream: { url: upstreamUrl, timeoutMs: config.upstream.timeoutMs, maxSockets: config.upstream.maxSockets, idleTimeoutMs: config.upstream.idleTimeoutMs, maxDurationMs: config.upstream.maxDurationMs },
     bodyBytes: config.limits.bodyBytes,
     maxMessages: config.limits.maxMessages,
     hooks: observability.hooks,
     sessions,
     outcomeReported: observability.outcome,
+    outcomesToken: config.outcomes.token,
+    admin: admin === null ? 'off' : 'elsewhere',
     extraRoutes: [...(admin && !separateAdmin ? [admin] : []), ...(config.metrics.enabled && !separateMetrics ? [metricsRoutes] : [])],
   });
-  const server = await listen(gateway.app, config.server.port, config.server.host, config.limits.headerBytes);
+  const server = await listen(gateway.app, config.server.port, config.server.host, config, log);
   let adminServer: Server | null = null;
   if (admin && separateAdmin) {
-    const adminApp = express();
-    adminApp.disable('x-powered-by');
-    adminApp.use(admin);
-    adminServer = await listen(adminApp, config.admin.port ?? 0, config.admin.host ?? config.server.host, config.limits.headerBytes);
+    adminServer = await listen(ownApp(admin, observability.hooks), config.admin.port ?? 0, config.admin.host ?? config.server.host, config, log);
   }
   let metricsServer: Server | null = null;
   if (separateMetrics) {
-    const metricsApp = express();
-    metricsApp.disable('x-powered-by');
-    metricsApp.use(metricsRoutes);
-    metricsServer = await listen(metricsApp, config.metrics.port ?? 0, config.metrics.host ?? config.server.host, config.limits.headerBytes);
+    metricsServer = await listen(ownApp(metricsRoutes, observability.hooks), config.metrics.port ?? 0, config.metrics.host ?? config.server.host, config, log);
   }
   if (config.reload.watch) runtime.watch();
   const address = server.address() as AddressInfo;
   const adminAddress = adminServer?.address() as AddressInfo | undefined;
   const metricsAddress = metricsServer?.address() as AddressInfo | undefined;
-  return {
+  let unguard = () => {};
+  const running: RunningGateway = {
     url: `http://${config.server.host}:${address.port}`,
     adminUrl: adminAddress ? `http://${config.admin.host ?? config.server.host}:${adminAddress.port}` : null,
     metricsUrl: metricsAddress ? `http://${config.metrics.host ?? config.server.host}:${metricsAddress.port}` : null,
@@ -212,6 +257,7 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
     echo: echo !== null,
     runtime,
     close: async () => {
+      unguard();
       runtime.unwatch();
       await Promise.all([closeServer(server), adminServer ? closeServer(adminServer) : undefined, metricsServer ? closeServer(metricsServer) : undefined]);
       gateway.close();
@@ -219,4 +265,18 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
       await observability.close();
     },
   };
+  const fatal = options.fatal ?? exitAfterClosing;
+  unguard = guardProcess({
+    log,
+    count: (kind, action) => metrics.uncaughtErrors.inc({ kind, action }),
+    fatal: (error) => fatal(error, running),
+  });
+  return running;
+}
+
+/** Closes the gateway (within a few seconds) and exits with status 1, for a supervisor to restart it. */
+function exitAfterClosing(_error: unknown, gateway: RunningGateway): void {
+  const exit = () => process.exit(1);
+  setTimeout(exit, 3_000);
+  gateway.close().then(exit, exit);
 }

@@ -3,7 +3,9 @@
  * gateway built around it.
  */
 export { taskRouter, decisionHeaders, debatesOf, HEADER, type RoutedDecision, type RoutingHooks, type RoutingSnapshot, type TaskRouterOptions } from './task-router.js';
-export { jsonBody, bodyErrors } from './json-body.js';
+export { jsonBody, bodyErrors, dropHopByHop } from './json-body.js';
+export { finalErrorHandler } from './errors.js';
+export { refuseAmbiguousPaths } from './paths.js';
 export { messageLimit, DEFAULT_MAX_MESSAGES } from './limits.js';
 export { loadPrompts, DEFAULT_PROMPTS_DIR } from './prompts.js';
 export { loadConfig, ConfigSchema, ConfigError, DEFAULT_CONFIG_FILE, type GatewayConfig } from './config.js';
@@ -11,7 +13,7 @@ export { createGatewayApp, startGateway, type RunningGateway } from './gateway.j
 export { buildSnapshot } from './snapshot.js';
 export { RoutingRuntime, type ReloadResult } from './runtime.js';
 export { adminRouter } from './admin.js';
-export { MemorySessionStore, SessionTracker, SESSION_ID, type SessionSettings, type SessionStore } from './sessions.js';
-export { outcomesRouter, sessionsRouter, OutcomeSchema } from './outcomes.js';
+export { MemorySessionStore, SessionTracker, SESSION_ID, type DecisionReport, type SessionSettings, type SessionStore } from './sessions.js';
+export { outcomesRouter, sessionsRouter, OutcomeSchema, type OutcomesOptions } from './outcomes.js';
 export { createUpstreamProxy, restreamBody } from './proxy.js';
 export { startEchoUpstream } from './echo-upstream.js';

@@ -1,6 +1,7 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import express, { type ErrorRequestHandler, type Request, type RequestHandler } from 'express';
 import { formatForPath } from '../src/index.js';
-import { sendError } from './errors.js';
+import { describeError, sendError } from './errors.js';
 
 const rawBodies = new WeakMap<Request, Buffer>();
 
@@ -9,15 +10,40 @@ export function rawBodyOf(req: Request): Buffer | undefined {
   return rawBodies.get(req);
 }
 
+/** Hop-by-hop headers (RFC 9110 §7.6.1), besides the ones Connection names. */
+const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade'] as const;
+
+/**
+ * Removes the hop-by-hop headers: Connection and every header it names, Keep-Alive, Proxy-Connection,
+ * TE, Trailer, Transfer-Encoding and Upgrade. They describe one connection, not the message, and a
+ * proxy that passes them on makes the next hop misread it: Node throws ERR_HTTP_TRAILER_INVALID on a
+ * message sent with a length that still carries Trailer. The sender of the next hop frames the body anew.
+ */
+export function dropHopByHop(headers: IncomingHttpHeaders): void {
+  const connection = headers.connection;
+  for (const value of Array.isArray(connection) ? connection : connection === undefined ? [] : [connection]) {
+    for (const name of value.split(',')) {
+      const key = name.trim().toLowerCase();
+      if (key !== '') delete headers[key];
+    }
+  }
+  for (const name of HOP_BY_HOP) delete headers[name];
+}
+
 /**
  * Parses JSON bodies of any content type up to `limitBytes`, keeping the raw bytes too. Once the body
- * is read, `Expect: 100-continue` has been answered, so the header is not passed on: an upstream
- * request carrying it would wait for a continue that never comes.
+ * is read, `Expect: 100-continue` has been answered and the hop-by-hop headers (Transfer-Encoding,
+ * Trailer…) describe bytes that are gone, so none of them is passed on: an upstream request carrying
+ * Expect would wait for a continue that never comes. Any JSON value parses: one that is not an object
+ * (an array, a number, a string) is no chat request, and taskRouter sends it on untouched for the
+ * upstream to answer, rather than the gateway calling valid JSON invalid.
  */
 export function jsonBody(limitBytes: number): RequestHandler {
   const parse = express.json({
     limit: limitBytes,
     type: () => true,
+    // Strict parsing refuses a top-level number or string as "not valid JSON", which it is.
+    strict: false,
     verify: (req, _res, buffer) => {
       rawBodies.set(req as Request, buffer);
     },
@@ -25,32 +51,20 @@ export function jsonBody(limitBytes: number): RequestHandler {
   return (req, res, next) => {
     parse(req, res, (error?: unknown) => {
       delete req.headers.expect;
-      next(error);
+      if (error) return next(error);
+      dropHopByHop(req.headers);
+      next();
     });
   };
 }
 
-interface BodyParserError extends Error {
-  type?: string;
-  status?: number;
-  limit?: number;
-}
-
-/** Turns body-parser failures into the API's own error shape: 400 for bad JSON, 413 over the limit. */
-export const bodyErrors: ErrorRequestHandler = (error: BodyParserError, req, res, next) => {
-  const format = formatForPath(req.path)?.name ?? null;
-  switch (error.type) {
-    case 'entity.too.large':
-      return sendError(res, format, 'too_large', `request body is larger than the gateway's limit of ${error.limit} bytes (limits.bodyBytes)`);
-    case 'entity.parse.failed':
-      return sendError(res, format, 'invalid_request', `request body is not valid JSON: ${error.message}`);
-    case 'encoding.unsupported':
-    case 'charset.unsupported':
-    case 'request.size.invalid':
-      return sendError(res, format, 'invalid_request', error.message);
-    case 'request.aborted':
-      return res.destroy();
-    default:
-      return next(error);
-  }
+/**
+ * Turns body-parser failures into the API's own error shape: 400 for bad JSON or a body that does not
+ * decompress, 413 over the limit, 415 for an unsupported charset or content encoding.
+ */
+export const bodyErrors: ErrorRequestHandler = (error: unknown, req, res, next) => {
+  const described = describeError(error, req, 'limits.bodyBytes');
+  if (described.clientGone) return res.destroy();
+  if (described.kind === 'internal') return next(error);
+  sendError(res, formatForPath(req.path)?.name ?? null, described.kind, described.message);
 };

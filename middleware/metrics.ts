@@ -27,9 +27,13 @@ export function createMetrics() {
     classifyDuration: new Histogram({ name: 'task_router_classify_duration_seconds', help: 'Time to classify one message.', buckets: CLASSIFY_BUCKETS, registers }),
     requestDuration: new Histogram({ name: 'task_router_request_duration_seconds', help: 'Time from request to the end of the response, by API format and streaming.', labelNames: ['format', 'stream'] as const, buckets: REQUEST_BUCKETS, registers }),
     upstreamResponses: new Counter({ name: 'task_router_upstream_responses_total', help: 'Upstream responses by API format and status class.', labelNames: ['format', 'status_class'] as const, registers }),
-    upstreamErrors: new Counter({ name: 'task_router_upstream_errors_total', help: 'Upstream calls that failed, by kind: unreachable or timeout before any header, idle_timeout or aborted after them.', labelNames: ['kind'] as const, registers }),
+    upstreamErrors: new Counter({ name: 'task_router_upstream_errors_total', help: 'Upstream calls that failed, by kind: unreachable or timeout before any header, idle_timeout, max_duration or aborted after them.', labelNames: ['kind'] as const, registers }),
+    unsure: new Counter({ name: 'task_router_unsure_total', help: 'Decisions whose score fell in the unsure band, by the policy applied (soft, answer, action, tiebreak; shadow under soft routing or an override) and the mode that went out.', labelNames: ['policy', 'mode'] as const, registers }),
+    tiebreaks: new Counter({ name: 'task_router_tiebreaks_total', help: 'Tie-breaker calls for unsure decisions, by result (answer, action, cached; timeout, error, invalid fall back to soft routing).', labelNames: ['result'] as const, registers }),
+    tiebreakDuration: new Histogram({ name: 'task_router_tiebreak_duration_seconds', help: 'Time of one tie-breaker call, cached answers included.', buckets: [0.001, 0.01, 0.05, 0.1, 0.2, 0.4, 0.8, 1.6, 3.2], registers }),
     hardRouting: new Gauge({ name: 'task_router_hard_routing_enabled', help: '1 while hard routing is on, 0 in soft routing.', registers }),
     configReloads: new Counter({ name: 'task_router_config_reloads_total', help: 'Configuration reloads by result.', labelNames: ['result'] as const, registers }),
+    uncaughtErrors: new Counter({ name: 'task_router_uncaught_errors_total', help: 'Errors no handler caught, by kind (uncaught_exception, unhandled_rejection) and action (continued: request-scoped, the gateway kept serving; exited).', labelNames: ['kind', 'action'] as const, registers }),
     logDropped: new Counter({ name: 'task_router_log_dropped_total', help: 'Log lines never written, by log and reason.', labelNames: ['log', 'reason'] as const, registers }),
   };
 }

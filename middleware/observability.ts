@@ -24,6 +24,8 @@ export interface LoggingOptions {
 
 export interface GatewayHooks extends RoutingHooks, UpstreamHooks {
   requestDone?(req: Request, res: Response, seconds: number): void;
+  /** An error no handler expected, answered with a 500 (its message is logged, never sent). */
+  internalError?(error: unknown, req: Request): void;
 }
 
 const requestIds = new WeakMap<Request, string>();
@@ -47,7 +49,7 @@ const shownMatch = (match: string) => {
 
 export function decisionRecord(decision: RoutedDecision, iso: string, preview: boolean): DecisionRecord {
   return {
-    v: 1,
+    v: 2,
     id: decision.id,
     time: iso,
     mode: decision.mode,
@@ -56,6 +58,12 @@ export function decisionRecord(decision: RoutedDecision, iso: string, preview: b
     confidence: decision.confidence,
     triggers: decision.triggers.map(({ rule, category }) => ({ rule, category })),
     step: decision.step,
+    ...(decision.followed ? { followed: decision.followed } : {}),
+    score: decision.score,
+    unsure: decision.unsure,
+    scorer: decision.scorer,
+    unsurePolicy: decision.unsurePolicy,
+    tiebreak: decision.tiebreak?.result ?? null,
     route: decision.route,
     enforced: decision.enforced,
     override: decision.override,
@@ -88,6 +96,11 @@ export function observe(metrics: Metrics, logging: LoggingOptions, log: Logger, 
   const hooks: GatewayHooks = {
     decision(decision) {
       metrics.decisions.inc({ mode: decision.mode, confidence: decision.confidence, routing: decision.routing, step: decision.step });
+      if (decision.unsure) metrics.unsure.inc({ policy: decision.unsurePolicy ?? 'shadow', mode: decision.mode });
+      if (decision.tiebreak) {
+        metrics.tiebreaks.inc({ result: decision.tiebreak.result });
+        metrics.tiebreakDuration.observe(decision.tiebreak.seconds);
+      }
       for (const trigger of decision.triggers) metrics.triggers.inc({ rule: trigger.rule });
       if (decision.micros !== undefined) metrics.classifyDuration.observe(decision.micros / 1e6);
       for (const debate of debatesOf(decision)) metrics.debates.inc(debate);
@@ -114,6 +127,9 @@ export function observe(metrics: Metrics, logging: LoggingOptions, log: Logger, 
     error(kind, error, req) {
       metrics.upstreamErrors.inc({ kind });
       log.warn({ requestId: requestIdOf(req), kind, err: redactSecrets(error.message) }, 'upstream failed');
+    },
+    internalError(error, req) {
+      log.error({ requestId: requestIdOf(req), err: redactSecrets(error instanceof Error ? error.message : String(error)) }, 'request failed inside the gateway');
     },
     requestDone(req, _res, seconds) {
       const routing = routingOf(req);

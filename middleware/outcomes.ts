@@ -1,16 +1,21 @@
-import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import express, { type Request, type Response, type Router } from 'express';
 import { z } from 'zod';
 import { OUTCOMES, type Outcome, type PendingDebate } from '../src/index.js';
 import { bearerAuth } from './admin.js';
+import { jsonKind, ownEndpointErrors, sendRouterError } from './errors.js';
 import { SESSION_ID, type SessionTracker } from './sessions.js';
 
-/** A task is named by a decision id (x-task-router-decision-id) or a task key (x-task-router-task). */
-const TaskReference = z.union([z.uuid(), z.string().regex(/^[0-9a-f]{16}$/, 'a decision id or a 16-digit task key')]);
-
+/**
+ * A report names its task by the decision id the gateway returned for it (x-task-router-decision-id):
+ * a random UUID only the client that made the request has seen. Task keys and "the latest task" are
+ * not accepted: a task key is a hash of the request's text, which anyone can compute, so with them any
+ * client could push another session into a debate or wipe its history.
+ */
 export const OutcomeSchema = z
   .object({
     session: z.string().regex(SESSION_ID, 'a session id: 1-128 letters, digits or ._:@-'),
-    task: TaskReference.optional(),
+    decision: z.uuid('the x-task-router-decision-id of the chat request whose task this reports on'),
+    task: z.never({ error: 'not accepted: name the task by "decision", the x-task-router-decision-id header of its chat request' }).optional(),
     outcome: z.enum(OUTCOMES),
     error: z.string().max(16 * 1024).optional(),
   })
@@ -18,47 +23,53 @@ export const OutcomeSchema = z
 
 export type OutcomeBody = z.infer<typeof OutcomeSchema>;
 
-const EXAMPLE = '{"session": "…", "outcome": "success" | "failure" | "rejected", "task"?: "<decision id or task key>", "error"?: "…"}';
+const EXAMPLE = '{"session": "…", "decision": "<x-task-router-decision-id>", "outcome": "success" | "failure" | "rejected", "error"?: "…"}';
 
-function routerError(res: Response, status: number, message: string, details?: readonly string[]): void {
-  res.status(status).json({ error: { message, type: 'invalid_request_error', ...(details ? { details } : {}) } });
-}
-
-const MISSING: Readonly<Record<'unknown_session' | 'no_task' | 'unknown_task', string>> = {
-  unknown_session: 'no state for this session: it has made no chat request with the session header yet, or it expired',
-  no_task: 'this session has no task yet',
-  unknown_task: 'this session has no such task: name a recent decision id or task key of this session, or leave "task" out for its latest task',
-};
+/**
+ * One answer for an unknown session, an unknown decision and another session's decision, so a report
+ * tells nothing about which sessions exist.
+ */
+const NO_SUCH_TASK = 'no such task: "decision" must be the x-task-router-decision-id of a recent chat request sent with this session\'s header (one of its last sessions.maxDecisionsPerSession, within sessions.ttlSeconds)';
+const NO_SUCH_SESSION = 'no state for this session: it has made no chat request with the session header yet, or it expired';
 
 /** What the session's next request will carry, as the client sees it. */
 const nextOf = (pending: PendingDebate | null) => (pending && !pending.delivered ? { verdict: pending.verdict, trigger: pending.trigger, task: pending.task } : null);
 
+export interface OutcomesOptions {
+  /** Observes every accepted report. */
+  readonly reported?: (outcome: Outcome) => void;
+  /** A shared secret reports must carry as a bearer token (outcomes.token), on top of the decision id. */
+  readonly token?: string | null;
+}
+
 /**
- * POST /router/outcomes: clients report how a task went; failures and rejections can put a failure
- * debate or an escalation on the session's next request. `reported` observes every accepted report.
+ * POST /router/outcomes: clients report how a task went, naming it by its decision id; failures and
+ * rejections can put a failure debate or an escalation on the session's next request.
  */
-export function outcomesRouter(tracker: SessionTracker, reported?: (outcome: Outcome) => void): Router {
+export function outcomesRouter(tracker: SessionTracker, options: OutcomesOptions = {}): Router {
   const router = express.Router();
-  router.post('/router/outcomes', express.json({ limit: 32 * 1024, type: () => true }), async (req: Request, res: Response) => {
-    const parsed = OutcomeSchema.safeParse(req.body);
-    if (!parsed.success) {
-      return routerError(res, 400, `expected a JSON body ${EXAMPLE}`, parsed.error.issues.map((issue) => `${issue.path.join('.') || 'body'}: ${issue.message}`));
+  const auth = options.token ? [bearerAuth(options.token, { realm: 'task-router outcomes', source: 'outcomes.token' })] : [];
+  // Not strict: a number or a string is valid JSON, and the handler says what it should have been.
+  router.post('/router/outcomes', ...auth, express.json({ limit: 32 * 1024, type: () => true, strict: false }), async (req: Request, res: Response) => {
+    const body: unknown = req.body;
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+      return sendRouterError(res, 400, `request body must be a JSON object ${EXAMPLE}, got ${body === undefined ? 'no body' : jsonKind(body)}`);
     }
-    const { session, task, outcome, error } = parsed.data;
-    const result = await tracker.report(session, { task, outcome, error });
-    if (!result.ok) return routerError(res, 404, MISSING[result.reason]);
+    const parsed = OutcomeSchema.safeParse(body);
+    if (!parsed.success) {
+      return sendRouterError(res, 400, `expected a JSON body ${EXAMPLE}`, parsed.error.issues.map((issue) => `${issue.path.join('.') || 'body'}: ${issue.message}`));
+    }
+    const { session, decision, outcome, error } = parsed.data;
+    const result = await tracker.report(session, { decision, outcome, error });
+    if (!result.ok) return sendRouterError(res, 404, NO_SUCH_TASK);
     try {
-      reported?.(outcome);
+      options.reported?.(outcome);
     } catch {
       // Observers never fail a request.
     }
     res.json({ session, task: result.task.key, outcome, failures: result.task.failures, rejections: result.task.rejections, next: nextOf(result.state.pending) });
   });
-  router.use('/router/outcomes', (error: Error & { type?: string }, _req: Request, res: Response, next: NextFunction) => {
-    if (error.type === 'entity.parse.failed') return routerError(res, 400, `body is not valid JSON: ${error.message}`);
-    if (error.type === 'entity.too.large') return routerError(res, 413, 'outcome reports are small JSON bodies');
-    next(error);
-  });
+  router.use('/router/outcomes', ownEndpointErrors('outcome reports are small JSON bodies'));
   return router;
 }
 
@@ -67,9 +78,9 @@ export function sessionsRouter(tracker: SessionTracker, token: string): Router {
   const router = express.Router();
   router.get('/router/sessions/:id', bearerAuth(token), async (req: Request<{ id: string }>, res: Response) => {
     const session = req.params.id;
-    if (!SESSION_ID.test(session)) return routerError(res, 400, 'a session id is 1-128 letters, digits or ._:@-');
+    if (!SESSION_ID.test(session)) return sendRouterError(res, 400, 'a session id is 1-128 letters, digits or ._:@-');
     const state = await tracker.state(session);
-    if (!state) return routerError(res, 404, MISSING.unknown_session);
+    if (!state) return sendRouterError(res, 404, NO_SUCH_SESSION);
     res.json({ session, ...state, next: nextOf(state.pending) });
   });
   return router;

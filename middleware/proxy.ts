@@ -4,8 +4,10 @@ import type { Request, RequestHandler, Response } from 'express';
 import { createProxyMiddleware } from 'http-proxy-middleware';
 import { formatForPath } from '../src/index.js';
 import { sendError } from './errors.js';
-import { rawBodyOf } from './json-body.js';
+import { dropHopByHop, rawBodyOf } from './json-body.js';
 import { decisionHeaders, routingOf } from './task-router.js';
+
+const DECISION_PREFIX = 'x-task-router-';
 
 /** The body to forward for a request `jsonBody` consumed: the rewritten JSON if taskRouter changed it, else the original bytes. */
 function forwardedBody(req: Request): { readonly bytes: Buffer; readonly rewritten: boolean } | undefined {
@@ -48,21 +50,66 @@ export function restreamBody(proxyReq: http.ClientRequest, req: Request): void {
  * request's `pipe` (its stream, consumed by parsing, has nothing left to give) writes the body.
  */
 function forwardBodyOnCreation(req: Request, created: (proxyReq: http.ClientRequest) => void): void {
+  // A body of unknown length (the client sent it chunked) goes on chunked: Transfer-Encoding is dropped
+  // with the other hop-by-hop headers and set anew, since a GET or DELETE body sent with neither a length
+  // nor chunking would be read by the upstream as the start of a second request.
+  const chunked = req.headers['transfer-encoding'] !== undefined && req.headers['content-length'] === undefined;
+  dropHopByHop(req.headers);
   const body = forwardedBody(req);
   if (body !== undefined) {
     delete req.headers['transfer-encoding'];
     delete req.headers['content-encoding'];
     if (body.rewritten) req.headers['content-type'] = 'application/json';
     req.headers['content-length'] = String(body.bytes.length);
+  } else if (chunked) {
+    req.headers['transfer-encoding'] = 'chunked';
   }
   const pipe = req.pipe.bind(req);
   const ownPipe = <T extends NodeJS.WritableStream>(destination: T, options?: { end?: boolean }): T => {
-    if (destination instanceof http.ClientRequest) created(destination);
+    if (destination instanceof http.ClientRequest) {
+      guardWrites(destination);
+      created(destination);
+    }
     if (body === undefined) return pipe(destination, options);
     destination.end(body.bytes);
     return destination;
   };
   req.pipe = ownPipe;
+}
+
+/**
+ * Makes a synchronous throw of `write` or `end` on the upstream request destroy it with that error
+ * instead. Those calls run inside the client request's stream events, where nothing catches a throw
+ * and the process would end; as an 'error' event the proxy answers this one request with a 502.
+ */
+function guardWrites(proxyReq: http.ClientRequest): void {
+  const { write, end } = proxyReq;
+  const fail = (error: unknown) => proxyReq.destroy(error instanceof Error ? error : new Error(String(error)));
+  proxyReq.write = ((...args: unknown[]): boolean => {
+    try {
+      return Reflect.apply(write, proxyReq, args) as boolean;
+    } catch (error) {
+      fail(error);
+      return false;
+    }
+  }) as http.ClientRequest['write'];
+  proxyReq.end = ((...args: unknown[]): http.ClientRequest => {
+    try {
+      return Reflect.apply(end, proxyReq, args) as http.ClientRequest;
+    } catch (error) {
+      fail(error);
+      return proxyReq;
+    }
+  }) as http.ClientRequest['end'];
+}
+
+/** Calls an observer; an observer's failure never reaches the request or the process. */
+function safely(call: () => void): void {
+  try {
+    call();
+  } catch {
+    // Observers never fail a request.
+  }
 }
 
 export interface UpstreamOptions {
@@ -72,13 +119,16 @@ export interface UpstreamOptions {
   readonly maxSockets: number;
   /** Longest silence allowed inside a response body before both sides are closed; default 300000. */
   readonly idleTimeoutMs?: number;
+  /** Longest a response body may take, from its headers to its end, before both sides are closed; default 1800000. */
+  readonly maxDurationMs?: number;
 }
 
 /**
  * Why an upstream call failed: before any header (unreachable, timeout: the client gets 502/504), or
- * after them (idle_timeout, aborted: the client's response is cut, as a direct connection's would be).
+ * after them (idle_timeout, max_duration, aborted: the client's response is cut, as a direct
+ * connection's would be).
  */
-export type UpstreamErrorKind = 'upstream_unreachable' | 'upstream_timeout' | 'upstream_idle_timeout' | 'upstream_aborted';
+export type UpstreamErrorKind = 'upstream_unreachable' | 'upstream_timeout' | 'upstream_idle_timeout' | 'upstream_max_duration' | 'upstream_aborted';
 
 export interface UpstreamHooks {
   response?(status: number, req: Request): void;
@@ -86,6 +136,7 @@ export interface UpstreamHooks {
 }
 
 export const DEFAULT_IDLE_TIMEOUT_MS = 300_000;
+export const DEFAULT_MAX_DURATION_MS = 1_800_000;
 
 export interface UpstreamProxy {
   readonly handler: RequestHandler;
@@ -108,6 +159,8 @@ export function createUpstreamProxy(options: UpstreamOptions, hooks: UpstreamHoo
   const clientGone = new WeakSet<http.IncomingMessage>();
   const answered = new WeakSet<http.IncomingMessage>();
   const idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
+  const maxDurationMs = options.maxDurationMs ?? DEFAULT_MAX_DURATION_MS;
+  const report = (kind: UpstreamErrorKind, error: Error, req: Request) => safely(() => hooks.error?.(kind, error, req));
 
   /**
    * From its creation (so time queued for a socket counts too), an upstream request has timeoutMs to
@@ -140,23 +193,27 @@ export function createUpstreamProxy(options: UpstreamOptions, hooks: UpstreamHoo
     plugins: [(proxyServer) => {
       proxyServer.on('proxyRes', (proxyRes, req, res) => {
         answered.add(req);
-        // An upstream that sends headers and then nothing (a stream never closed) would hold both sockets
-        // for ever: the body may pause for at most idleTimeoutMs between bytes.
-        const idle = setTimeout(() => {
+        const cut = (kind: UpstreamErrorKind, message: string) => {
           cutAfterHeaders.add(req);
-          hooks.error?.('upstream_idle_timeout', new Error(`no byte of the response body from the upstream for ${idleTimeoutMs} ms`), req);
+          report(kind, new Error(message), req);
           proxyRes.destroy();
           res.destroy();
-        }, idleTimeoutMs);
+        };
+        // An upstream that sends headers and then nothing (a stream never closed) would hold both sockets
+        // for ever: the body may pause for at most idleTimeoutMs between bytes...
+        const idle = setTimeout(() => cut('upstream_idle_timeout', `no byte of the response body from the upstream for ${idleTimeoutMs} ms`), idleTimeoutMs);
+        // ...and one that trickles bytes for ever is cut after maxDurationMs in all.
+        const deadline = setTimeout(() => cut('upstream_max_duration', `the upstream response was still going after ${maxDurationMs} ms (upstream.maxDurationMs)`), maxDurationMs);
         proxyRes.on('data', () => idle.refresh());
         // An upstream that stops mid-response (closed or reset) ends the client's response too, as a
         // direct connection would: a half-sent stream must not hang open.
         proxyRes.once('close', () => {
           clearTimeout(idle);
+          clearTimeout(deadline);
           if (proxyRes.complete) return;
           if (!cutAfterHeaders.has(req) && !clientGone.has(req)) {
             cutAfterHeaders.add(req);
-            hooks.error?.('upstream_aborted', new Error('the upstream closed the response before its end'), req);
+            report('upstream_aborted', new Error('the upstream closed the response before its end'), req);
           }
           res.destroy();
         });
@@ -166,12 +223,16 @@ export function createUpstreamProxy(options: UpstreamOptions, hooks: UpstreamHoo
             if (!res.headersSent && !res.destroyed) res.flushHeaders();
           });
         }
+        // The upstream's hop-by-hop headers describe its connection to us, not ours to the client (a
+        // Trailer on a response Node sends with a length throws); Node frames the client's response
+        // itself. Connection says what the client's own request asked for.
+        dropHopByHop(proxyRes.headers);
+        proxyRes.headers.connection = res.shouldKeepAlive ? 'keep-alive' : 'close';
+        // Decision headers are ours to send: an upstream's never reach the client, on any path.
+        for (const name of Object.keys(proxyRes.headers)) if (name.startsWith(DECISION_PREFIX)) delete proxyRes.headers[name];
         const decision = routingOf(req)?.decision;
-        if (decision) {
-          for (const name of Object.keys(proxyRes.headers)) if (name.startsWith('x-task-router-')) delete proxyRes.headers[name];
-          Object.assign(proxyRes.headers, decisionHeaders(decision));
-        }
-        hooks.response?.(proxyRes.statusCode ?? 0, req);
+        if (decision) Object.assign(proxyRes.headers, decisionHeaders(decision));
+        safely(() => hooks.response?.(proxyRes.statusCode ?? 0, req));
       });
       proxyServer.on('error', (error, req, res) => {
         const request = req as Request;
@@ -180,13 +241,13 @@ export function createUpstreamProxy(options: UpstreamOptions, hooks: UpstreamHoo
         if (answered.has(request) || clientGone.has(request)) {
           if (answered.has(request) && !cutAfterHeaders.has(request) && !clientGone.has(request)) {
             cutAfterHeaders.add(request);
-            hooks.error?.('upstream_aborted', error, request);
+            report('upstream_aborted', error, request);
           }
           if ('destroy' in res) res.destroy();
           return;
         }
         const kind = timedOut.has(request) ? 'upstream_timeout' : 'upstream_unreachable';
-        hooks.error?.(kind, error, request);
+        report(kind, error, request);
         if (!('status' in res)) return;
         const format = formatForPath(request.path ?? request.url)?.name ?? null;
         const message = kind === 'upstream_timeout'

@@ -16,7 +16,7 @@ export interface RuntimeEvents {
 }
 
 // Settings the running server was built with; a reload reports them rather than half-applying them.
-const RESTART_ONLY: readonly (keyof GatewayConfig)[] = ['server', 'upstream', 'limits', 'admin', 'metrics', 'logging', 'sessions'];
+const RESTART_ONLY: readonly (keyof GatewayConfig)[] = ['server', 'upstream', 'limits', 'admin', 'metrics', 'logging', 'sessions', 'outcomes'];
 
 /**
  * The gateway's routing state: one snapshot, swapped whole on reload or toggle, so a request reads one

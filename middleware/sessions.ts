@@ -3,7 +3,7 @@ import {
   recordDecision,
   recordOutcome,
   takePending,
-  type OutcomeReport,
+  type Outcome,
   type OutcomeResult,
   type PendingDebate,
   type SessionLimits,
@@ -71,9 +71,32 @@ export class MemorySessionStore implements SessionStore {
   }
 }
 
+/** An outcome report, naming its task by the decision id the gateway returned for it. */
+export interface DecisionReport {
+  readonly decision: string;
+  readonly outcome: Outcome;
+  readonly error?: string | undefined;
+}
+
 export interface SessionSettings extends SessionLimits {
   /** The request header that names the session, lower case. */
   readonly header: string;
+}
+
+/**
+ * A session's state as stored: the pure state plus who it belongs to, a hash of the credential of the
+ * request that started it (see SessionTracker.decided). Plain JSON, like the state.
+ */
+export interface OwnedSessionState extends SessionState {
+  readonly owner?: string;
+}
+
+/** A request whose credential is not the one its session was started with: it is routed without session state. */
+export class SessionOwnerError extends Error {
+  constructor(session: string) {
+    super(`session "${session.slice(0, 40)}" belongs to another credential: routed without its state`);
+    this.name = 'SessionOwnerError';
+  }
 }
 
 /** Session ids we keep state for: short and plain, since they show up in URLs and logs. */
@@ -95,30 +118,51 @@ export class SessionTracker {
     return this.settings.header;
   }
 
-  /** Records a routed request's task and takes the debate waiting for the session's next request, if any. */
-  decided(session: string, seen: TaskSeen): Promise<PendingDebate | null> {
+  /**
+   * Records a routed request's task and takes the debate waiting for the session's next request, if any.
+   * A session belongs to the credential that started it (`owner`, a hash; '' for clients that send
+   * none): a request under another one is refused with SessionOwnerError, so whoever knows or guesses a
+   * session id can neither join it (and then report on its own decisions there to debate its owner's
+   * next request) nor take and read the debate waiting for its owner.
+   */
+  decided(session: string, seen: TaskSeen, owner = ''): Promise<PendingDebate | null> {
     return this.#exclusive(session, async () => {
       const now = this.#now();
-      const state = recordDecision((await this.store.get(session)) ?? emptySession(now), seen, now, this.settings);
+      const stored = (await this.store.get(session)) as OwnedSessionState | undefined;
+      if (stored && (stored.owner ?? '') !== owner) throw new SessionOwnerError(session);
+      const state = recordDecision(stored ?? emptySession(now), seen, now, this.settings);
       const taken = takePending(state, now);
-      await this.store.set(session, taken.state);
+      const owned: OwnedSessionState = { ...taken.state, owner };
+      await this.store.set(session, owned);
       return taken.debate;
     });
   }
 
-  /** Applies a reported outcome; `unknown_session` when the session has no state (never seen, or expired). */
-  report(session: string, report: OutcomeReport): Promise<OutcomeResult | { readonly ok: false; readonly reason: 'unknown_session' }> {
+  /**
+   * Applies a reported outcome to the task of `decision`, one of the session's recent decision ids: only
+   * the client that made that request has seen it. `unknown_session` when the session has no state
+   * (never seen, or expired), `unknown_task` when the decision is not among its recent ones.
+   */
+  report(session: string, report: DecisionReport): Promise<OutcomeResult | { readonly ok: false; readonly reason: 'unknown_session' }> {
     return this.#exclusive(session, async () => {
-      const state = await this.store.get(session);
+      const state = (await this.store.get(session)) as OwnedSessionState | undefined;
       if (!state) return { ok: false, reason: 'unknown_session' } as const;
-      const result = recordOutcome(state, report, this.#now(), this.settings);
-      if (result.ok) await this.store.set(session, result.state);
+      if (!state.decisions.some(([id]) => id === report.decision)) return { ok: false, reason: 'unknown_task' } as const;
+      const result = recordOutcome(state, { task: report.decision, outcome: report.outcome, error: report.error }, this.#now(), this.settings);
+      if (result.ok) {
+        const owned: OwnedSessionState = { ...result.state, owner: state.owner ?? '' };
+        await this.store.set(session, owned);
+      }
       return result;
     });
   }
 
+  /** A session's state, without its owner's credential hash. */
   async state(session: string): Promise<SessionState | undefined> {
-    return this.store.get(session);
+    const stored = (await this.store.get(session)) as OwnedSessionState | undefined;
+    if (!stored) return undefined;
+    const { owner: _owner, ...state } = stored;
+    return state;
   }
 
   #exclusive<T>(session: string, work: () => Promise<T>): Promise<T> {

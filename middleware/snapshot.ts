@@ -1,10 +1,11 @@
 import { createClassifier } from '../src/index.js';
-import { fingerprint, type LoadedConfig } from './config.js';
+import { fingerprint, withoutSecrets, type LoadedConfig } from './config.js';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { packageRoot, readDataFile } from './files.js';
 import { loadPrompts } from './prompts.js';
 import type { RoutingSnapshot } from './task-router.js';
+import { createTiebreaker } from './tiebreak.js';
 
 /** Reads the rule set and prompts a configuration names and compiles them into a routing snapshot. */
 export async function buildSnapshot(loaded: LoadedConfig): Promise<RoutingSnapshot> {
@@ -18,7 +19,15 @@ export async function buildSnapshot(loaded: LoadedConfig): Promise<RoutingSnapsh
     strategy: config.routing.strategy,
     hardRouting: config.routing.hard,
     allowOverride: config.routing.overrides,
-    configHash: fingerprint(config, rules, prompts),
+    overrideToken: config.routing.overrideToken,
+    overridesOpen: config.routing.overridesOpen,
+    scanBudget: config.routing.scanBudget,
+    onUnsure: config.routing.onUnsure,
+    tiebreaker: config.routing.tiebreak === null
+      ? null
+      : createTiebreaker({ ...config.routing.tiebreak, apiKey: loaded.tiebreakKey, prompt: prompts.tiebreak }),
+    // The hash is shown on /healthz: a secret in it could be guessed offline.
+    configHash: fingerprint(withoutSecrets(config), rules, prompts),
   };
 }
 

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import {
   applyOverride,
@@ -19,8 +19,14 @@ import {
   type Route,
   type Strategy,
   taskKeyOf,
+  turnsOf,
+  type Turns,
 } from '../src/index.js';
+import { DEFAULT_HUMAN_TEXT_LIMIT, humanTextLimit } from '../src/formats/format.js';
+import type { UnsurePolicy } from './config.js';
+import { tokenMatches } from './admin.js';
 import { sendError } from './errors.js';
+import type { TiebreakResult, Tiebreaker } from './tiebreak.js';
 import { SESSION_ID, type SessionTracker } from './sessions.js';
 
 /** Everything one request is routed with; read once per request, so a reload never mixes two configs. */
@@ -30,6 +36,19 @@ export interface RoutingSnapshot {
   readonly strategy: Strategy;
   readonly hardRouting: boolean;
   readonly allowOverride: boolean;
+  /**
+   * The secret a client must send in x-task-router-override-token for a forcing override to count
+   * (routing.overrideToken). Without one, forcing overrides are refused unless `overridesOpen`.
+   */
+  readonly overrideToken?: string | null;
+  /** Lets any client force a route without a token (routing.overridesOpen); for trusted networks only. */
+  readonly overridesOpen?: boolean;
+  /** The classifier's scan budget (routing.scanBudget): how much of a huge human turn is worth reading. */
+  readonly scanBudget?: number;
+  /** What an unsure decision does under hard routing (routing.onUnsure); default soft. */
+  readonly onUnsure?: UnsurePolicy;
+  /** The tie-breaker for onUnsure: tiebreak; without one, tiebreak falls back to soft. */
+  readonly tiebreaker?: Tiebreaker | null;
   readonly configHash: string;
 }
 
@@ -42,8 +61,11 @@ export interface RoutedDecision extends Decision {
   readonly enforced: boolean;
   /** The mode an override header forced, or null. */
   readonly override: Mode | null;
-  /** The mode the rules chose, before any override. */
+  /** The mode the classifier chose, before any override or unsure policy. */
   readonly classified: Mode;
+  /** For an unsure decision under hard routing: the policy applied (routing.onUnsure) and, for tiebreak, how the call ended. */
+  readonly unsurePolicy: UnsurePolicy | null;
+  readonly tiebreak: { readonly result: TiebreakResult; readonly seconds: number } | null;
   readonly format: FormatName;
   readonly stream: boolean;
   readonly configHash: string;
@@ -78,6 +100,9 @@ export interface TaskRouterOptions {
   strategy?: Strategy;
   hardRouting?: boolean;
   allowOverride?: boolean;
+  /** See RoutingSnapshot.overrideToken: without it (or overridesOpen), forcing overrides get a 403. */
+  overrideToken?: string;
+  overridesOpen?: boolean;
   hooks?: RoutingHooks;
   /** Failure-debate state per session; without it (or without the session header) routing is stateless. */
   sessions?: SessionTracker;
@@ -91,6 +116,7 @@ export const HEADER = {
   step: 'x-task-router-step',
   routing: 'x-task-router-routing',
   override: 'x-task-router-override',
+  overrideToken: 'x-task-router-override-token',
   debate: 'x-task-router-debate',
   task: 'x-task-router-task',
 } as const;
@@ -174,6 +200,31 @@ function parseOverride(value: string | string[] | undefined): Mode | 'auto' | un
   return new Error(`${HEADER.override} must be ANSWER, ACTION or auto, got "${String(value).slice(0, 40)}"`);
 }
 
+/**
+ * Why a forcing override may not be applied, or null when it may: it needs the configured token, sent in
+ * x-task-router-override-token (compared in constant time), unless overrides are explicitly open.
+ */
+function overrideRefusal(snapshot: RoutingSnapshot, sent: string | string[] | undefined): string | null {
+  const token = snapshot.overrideToken ?? null;
+  if (token === null) {
+    return snapshot.overridesOpen
+      ? null
+      : `${HEADER.override} needs a token and this gateway has none: set routing.overrideToken and send it in ${HEADER.overrideToken}, or set routing.overridesOpen: true to let any client force a route`;
+  }
+  const presented = typeof sent === 'string' ? sent.trim() : '';
+  if (presented !== '' && tokenMatches(presented, token)) return null;
+  return `${HEADER.override} needs the override token (routing.overrideToken) in ${HEADER.overrideToken}; it is missing or wrong`;
+}
+
+/**
+ * Who a request is, for session ownership: a hash of the API credential it carries (Authorization and
+ * x-api-key), or '' when it carries none. Only the hash is kept, never the credential.
+ */
+function credentialOwner(req: Request): string {
+  const values = [req.headers.authorization, req.headers['x-api-key']].map((value) => (Array.isArray(value) ? value.join(',') : value ?? ''));
+  return values.every((value) => value === '') ? '' : createHash('sha256').update(values.join('\n')).digest('hex');
+}
+
 /** The session a request names: null without the header, an Error for a value we will not key state by. */
 function parseSession(value: string | string[] | undefined, header: string): string | null | Error {
   if (value === undefined) return null;
@@ -198,6 +249,8 @@ function staticSnapshot(options: TaskRouterOptions): () => RoutingSnapshot {
     strategy: options.strategy ?? 'replace',
     hardRouting: options.hardRouting ?? true,
     allowOverride: options.allowOverride ?? true,
+    overrideToken: options.overrideToken ?? null,
+    overridesOpen: options.overridesOpen ?? false,
     configHash: 'static',
   };
   return () => snapshot;
@@ -218,7 +271,9 @@ export function taskRouter(options: TaskRouterOptions = {}): RequestHandler {
   return (req: Request, res: Response, next: NextFunction) => {
     // Read before the client's x-task-router-* headers are dropped: the default session header is one.
     const sessionHeader = sessions ? req.headers[sessions.header] : undefined;
+    const owner = sessions ? credentialOwner(req) : '';
     const overrideHeader = req.headers[HEADER.override];
+    const overrideToken = req.headers[HEADER.overrideToken];
     dropClientDecisionHeaders(req);
     const format = req.method === 'POST' ? formatForPath(req.path) : null;
     if (!format) return next();
@@ -229,6 +284,10 @@ export function taskRouter(options: TaskRouterOptions = {}): RequestHandler {
     if (override !== undefined && override !== 'auto' && !snapshot.allowOverride) {
       return sendError(res, format.name, 'invalid_request', `${HEADER.override} is disabled on this gateway (routing.overrides: false)`);
     }
+    if (override !== undefined && override !== 'auto') {
+      const refusal = overrideRefusal(snapshot, overrideToken);
+      if (refusal !== null) return sendError(res, format.name, 'forbidden', refusal);
+    }
     const session = sessions ? parseSession(sessionHeader, sessions.header) : null;
     if (session instanceof Error) return sendError(res, format.name, 'invalid_request', session.message);
 
@@ -238,7 +297,7 @@ export function taskRouter(options: TaskRouterOptions = {}): RequestHandler {
       routingByRequest.set(req, { decision: null, rewritten: false, format });
       return next();
     }
-    const text = format.latestHumanText(body as JsonObject);
+    const text = format.latestHumanText(body as JsonObject, snapshot.scanBudget === undefined ? DEFAULT_HUMAN_TEXT_LIMIT : humanTextLimit(snapshot.scanBudget));
     if (text === null) {
       safely(() => hooks.skip?.('no_human_text', format.name, req));
       routingByRequest.set(req, { decision: null, rewritten: false, format });
@@ -265,29 +324,32 @@ export function taskRouter(options: TaskRouterOptions = {}): RequestHandler {
     let forced: (Decision & { classified: Mode }) | null;
     let task: string | null;
     try {
-      classified = snapshot.classifier.classify(text);
+      classified = snapshot.classifier.classifyTurns(turnsAround(body as JsonObject, text));
       forced = override !== undefined && override !== 'auto' ? applyOverride(classified, override) : null;
       task = session === null ? null : taskKeyOf(text);
     } catch (error) {
       return degrade('classify', error);
     }
-    const applied = forced ?? classified;
     const id = randomUUID();
+    // An unsure decision under hard routing follows routing.onUnsure; an override or soft routing has already decided.
+    const unsurePolicy: UnsurePolicy | null = classified.unsure && !forced && snapshot.hardRouting ? (snapshot.onUnsure ?? 'soft') : null;
 
-    const finish = (failure: PendingDebate | null) => {
+    const finish = (applied: Decision, hard: boolean, tiebreak: RoutedDecision['tiebreak'], failure: PendingDebate | null) => {
       let decision: RoutedDecision;
       let serialized: { from: unknown; bytes: Buffer };
       let stage: 'classify' | 'rewrite' = 'classify';
       try {
-        const route = routeOf(applied, snapshot.hardRouting);
+        const route = routeOf(applied, hard);
         decision = {
           ...applied,
           id,
           route,
-          routing: snapshot.hardRouting ? 'hard' : 'soft',
-          enforced: snapshot.hardRouting,
+          routing: hard ? 'hard' : 'soft',
+          enforced: hard,
           override: forced ? forced.mode : null,
           classified: classified.mode,
+          unsurePolicy,
+          tiebreak,
           format: format.name,
           stream: format.isStream(body as JsonObject),
           configHash: snapshot.configHash,
@@ -314,15 +376,41 @@ export function taskRouter(options: TaskRouterOptions = {}): RequestHandler {
       next();
     };
 
-    if (!sessions || session === null || task === null) return finish(null);
-    // The session's state may live in a shared store: a failing store costs the request its failure
-    // debate, never the request itself.
-    sessions
-      .decided(session, { task, decisionId: id, stakes: applied.debate.stakes, debatable: debatable(applied) })
-      .then(finish, (error: unknown) => {
-        safely(() => hooks.fallback?.('session', 'stateless', error, req));
-        finish(null);
-      })
+    const withSession = (applied: Decision, hard: boolean, tiebreak: RoutedDecision['tiebreak']) => {
+      if (!sessions || session === null || task === null) return finish(applied, hard, tiebreak, null);
+      // The session's state may live in a shared store: a failing store costs the request its failure
+      // debate, never the request itself.
+      sessions
+        .decided(session, { task, decisionId: id, stakes: applied.debate.stakes, debatable: debatable(applied) }, owner)
+        .then((failure) => finish(applied, hard, tiebreak, failure), (error: unknown) => {
+          safely(() => hooks.fallback?.('session', 'stateless', error, req));
+          finish(applied, hard, tiebreak, null);
+        })
+        .catch(next);
+    };
+
+    if (unsurePolicy === null) return withSession(forced ?? classified, snapshot.hardRouting, null);
+    if (unsurePolicy === 'answer' || unsurePolicy === 'action') return withSession(withMode(classified, unsurePolicy === 'answer' ? 'ANSWER' : 'ACTION'), true, null);
+    if (unsurePolicy === 'soft' || !snapshot.tiebreaker) return withSession(classified, false, null);
+    // The tie-breaker never throws and has its own hard timeout; no verdict means soft routing.
+    snapshot.tiebreaker
+      .decide(text)
+      .then((verdict) => withSession(verdict.mode === null ? classified : withMode(classified, verdict.mode), verdict.mode !== null, { result: verdict.result, seconds: verdict.seconds }))
       .catch(next);
   };
+}
+
+/** A decision with its mode set by an unsure policy or a tie-breaker verdict: an ANSWER carries no debate. */
+function withMode(decision: Decision, mode: Mode): Decision {
+  if (decision.mode === mode) return decision;
+  return mode === 'ANSWER'
+    ? { ...decision, mode, trivial: false, confidence: 'NONE', debate: { verdict: 'NONE', stakes: 'none', reasons: [], bypass: null } }
+    : { ...decision, mode, confidence: decision.confidence === 'NONE' ? 'WEAK' : decision.confidence };
+}
+
+/** The latest human turn and the turns before it that context reads, from the body's own messages. */
+function turnsAround(body: JsonObject, latest: string): Turns {
+  const messages = Array.isArray(body.messages) ? body.messages : Array.isArray(body.input) ? body.input : [];
+  const turns = turnsOf(messages as { role?: unknown; content?: unknown }[]);
+  return { latest, previous: turns?.previous ?? null, assistant: turns?.assistant ?? null };
 }

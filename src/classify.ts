@@ -3,13 +3,21 @@ import type { Confidence, Debate, Decision, Trigger } from './decision.js';
 import { maskProductNames } from './names.js';
 import { cleanCharacters, foldLookalikes, joinCleaned, matchingForm } from './normalize.js';
 import type { CompiledRuleSet } from './ruleset.js';
-import { readWindow } from './scan.js';
+import { readWindow, type ScanWindow } from './scan.js';
+import { featuresOf } from './features.js';
+import type { Scorer } from './scorer.js';
+
+const HAS_WORD = /[\p{L}\p{N}]/u;
+
+type RuledDecision = Pick<Decision, 'mode' | 'trivial' | 'confidence' | 'triggers' | 'step' | 'debate'>;
 
 export interface ClassifyOptions {
-  /** Most UTF-16 units read per message (head and tail halves); capped by the engine's own limit. */
+  /** Most characters of normalised text read per message (head and tail halves); capped by the engine's own limit. */
   readonly scanBudget: number;
   /** Monotonic clock in milliseconds; when given, the decision carries its classification time. */
   readonly now?: () => number;
+  /** The second stage; without it the rules alone decide. */
+  readonly scorer?: Scorer | null;
 }
 
 /** Distinct triggers → confidence: 3 or more STRONG, 1–2 WEAK, none NONE. */
@@ -22,7 +30,7 @@ const NO_DEBATE: Debate = { verdict: 'NONE', stakes: 'none', reasons: [], bypass
 
 const STAKES_ORDER: Readonly<Record<Stakes, number>> = { none: 0, medium: 1, high: 2 };
 
-interface RuleMatch extends Trigger {
+export interface RuleMatch extends Trigger {
   readonly category: Category;
 }
 
@@ -84,14 +92,28 @@ function withoutCancelled(found: readonly RuleMatch[], signals: readonly RuleMat
   });
 }
 
+/** What the rules read and found in one message, and what they alone decide. */
+export interface RuleReading {
+  readonly window: ScanWindow;
+  /** The normalised window with look-alikes folded: what the scorer's wording features read. */
+  readonly folded: string;
+  readonly found: readonly RuleMatch[];
+  readonly signals: readonly RuleMatch[];
+  /** Triggers the message did not take back. */
+  readonly evidence: readonly RuleMatch[];
+  readonly triggers: readonly RuleMatch[];
+  readonly stakes: readonly RuleMatch[];
+  readonly question: boolean;
+  readonly external: boolean;
+  readonly ruled: RuledDecision;
+}
+
 /**
- * Classifies one message by the routing contract, in order: trivial fast path, ANSWER precedence
- * (a question with no external reference), ACTION triggers, default ANSWER. Pure: same rules and text,
- * same decision.
+ * The rule stage, in the contract's order: trivial fast path, ANSWER precedence (a question with no
+ * external reference), ACTION triggers, default ANSWER.
  */
-export function classifyText(rules: CompiledRuleSet, text: string, options: ClassifyOptions): Decision {
-  const started = options.now?.();
-  const window = readWindow(text, Math.min(options.scanBudget, rules.engine.maxInput), cleanCharacters, joinCleaned);
+export function readRules(rules: CompiledRuleSet, text: string, scanBudget: number): RuleReading {
+  const window = readWindow(text, Math.min(scanBudget, rules.engine.maxInput), cleanCharacters, joinCleaned);
   const cleaned = window.text;
   const folded = foldLookalikes(cleaned, rules.lookalikes);
   const normalized = matchingForm(maskProductNames(folded, rules.names));
@@ -109,7 +131,7 @@ export function classifyText(rules: CompiledRuleSet, text: string, options: Clas
     if (match === undefined) return;
     (CATEGORY_ROLES[rule.category].trigger ? found : signals).push({ rule: rule.id, category: rule.category, match });
   });
-  const hasExternal = found.some((match) => CATEGORY_ROLES[match.category].external);
+  const external = found.some((match) => CATEGORY_ROLES[match.category].external);
   const evidence = withoutCancelled(found, signals, normalized);
   const triggers = distinct(evidence);
   // Vague wording inside a reference is part of a name ("etc" in /etc/hosts), not vagueness.
@@ -119,20 +141,63 @@ export function classifyText(rules: CompiledRuleSet, text: string, options: Clas
   const trivialCommand = normalized.length <= 2048
     ? rules.trivial.find(({ command, pattern }) => commandLine.startsWith(command) && pattern.test(normalized))
     : undefined;
-  const isQuestion = rules.question.test(normalized) && !rules.notQuestion?.test(normalized);
+  const question = rules.question.test(normalized) && !rules.notQuestion?.test(normalized);
 
-  let decision: Omit<Decision, 'scan' | 'engine' | 'micros'>;
+  let ruled: RuledDecision;
   if (trivialCommand) {
     const command: Trigger = { rule: `trivial.${trivialCommand.command}`, category: 'trivial', match: trivialCommand.command };
     // The whole message is the command: the strongest evidence there is.
-    decision = { mode: 'ACTION', trivial: true, confidence: 'STRONG', triggers: [command, ...triggers], step: 'fast_path', debate: planningDebate(triggers, evidence, stakes, 'STRONG', true) };
-  } else if (isQuestion && !hasExternal) {
-    decision = { mode: 'ANSWER', trivial: false, confidence: 'NONE', triggers, step: 'question', debate: { ...NO_DEBATE } };
+    ruled = { mode: 'ACTION', trivial: true, confidence: 'STRONG', triggers: [command, ...triggers], step: 'fast_path', debate: planningDebate(triggers, evidence, stakes, 'STRONG', true) };
+  } else if (question && !external) {
+    ruled = { mode: 'ANSWER', trivial: false, confidence: 'NONE', triggers, step: 'question', debate: { ...NO_DEBATE } };
   } else if (triggers.length > 0) {
     const confidence = confidenceOf(triggers.length);
-    decision = { mode: 'ACTION', trivial: false, confidence, triggers, step: 'triggers', debate: planningDebate(triggers, evidence, stakes, confidence, false) };
+    ruled = { mode: 'ACTION', trivial: false, confidence, triggers, step: 'triggers', debate: planningDebate(triggers, evidence, stakes, confidence, false) };
   } else {
-    decision = { mode: 'ANSWER', trivial: false, confidence: 'NONE', triggers, step: 'default', debate: { ...NO_DEBATE } };
+    ruled = { mode: 'ANSWER', trivial: false, confidence: 'NONE', triggers, step: 'default', debate: { ...NO_DEBATE } };
+  }
+  return { window, folded, found, signals, evidence, triggers, stakes, question, external, ruled };
+}
+
+/** The scorer's features for what the rules read. */
+export function scorerFeatures(reading: RuleReading): string[] {
+  const kept = new Set(reading.evidence);
+  return featuresOf(reading.folded, {
+    matched: [...reading.found, ...reading.signals],
+    cancelled: reading.found.filter((match) => !kept.has(match)).map((match) => match.category),
+    step: reading.ruled.step,
+    question: reading.question,
+    external: reading.external,
+    distinctTriggers: reading.triggers.length,
+  });
+}
+
+/**
+ * Classifies one message: the rule stage, then the scorer, which may overturn it (step `scorer`).
+ * The trivial fast path is never overturned. Pure: same rules, weights and text, same decision.
+ */
+export function classifyText(rules: CompiledRuleSet, text: string, options: ClassifyOptions): Decision {
+  const started = options.now?.();
+  const reading = readRules(rules, text, options.scanBudget);
+  const { ruled, triggers, evidence, stakes, window } = reading;
+  const scorer = options.scorer;
+  let decision: Omit<Decision, 'scan' | 'engine' | 'micros'>;
+  // With no letter, digit or rule match there is nothing to score (an emoji, punctuation, junk): the rules' decision stands.
+  if (!scorer || ruled.trivial || !(HAS_WORD.test(reading.folded) || reading.found.length > 0)) {
+    decision = { ...ruled, score: ruled.mode === 'ACTION' ? 1 : 0, unsure: false, scorer: scorer?.id ?? null, features: [] };
+  } else {
+    const { score, top } = scorer.score(scorerFeatures(reading));
+    const mode = score >= scorer.threshold ? 'ACTION' : 'ANSWER';
+    const scored = { score, unsure: score > scorer.band[0] && score < scorer.band[1], scorer: scorer.id, features: [...top] };
+    if (mode === ruled.mode) {
+      decision = { ...ruled, ...scored };
+    } else if (mode === 'ACTION') {
+      // The scorer's own evidence counts as one piece, so a scored ACTION is never NONE.
+      const confidence = confidenceOf(Math.max(1, triggers.length));
+      decision = { ...ruled, mode, confidence, step: 'scorer', debate: planningDebate(triggers, evidence, stakes, confidence, false), ...scored };
+    } else {
+      decision = { ...ruled, mode, confidence: 'NONE', step: 'scorer', debate: { ...NO_DEBATE }, ...scored };
+    }
   }
 
   const result: Decision = {

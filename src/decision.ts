@@ -3,8 +3,12 @@ import { CATEGORIES } from './categories.js';
 
 export const MODES = ['ANSWER', 'ACTION'] as const;
 export const CONFIDENCES = ['STRONG', 'WEAK', 'NONE'] as const;
-/** The step of the contract that decided: trivial fast path, question precedence, ACTION triggers, the default, or an override. */
-export const STEPS = ['fast_path', 'question', 'triggers', 'default', 'override'] as const;
+/**
+ * The step of the contract that decided: trivial fast path, question precedence, ACTION triggers, the
+ * scorer (it overturned what the rules said), the conversation (a follow-up took the route of the turn
+ * it continues), the default, or an override.
+ */
+export const STEPS = ['fast_path', 'question', 'triggers', 'scorer', 'context', 'default', 'override'] as const;
 export const STAKES = ['none', 'medium', 'high'] as const;
 export const BYPASSES = ['read_only', 'trivial', 'confirmed'] as const;
 
@@ -36,6 +40,16 @@ export const DecisionSchema = z.object({
     truncated: z.boolean(),
   }),
   engine: z.string(),
+  /** Calibrated probability of ACTION from the scorer (1 or 0 when the rules alone decided). */
+  score: z.number().min(0).max(1),
+  /** The score fell inside the scorer's unsure band: `mode` is the forced choice. */
+  unsure: z.boolean(),
+  /** Id of the scorer weights that scored it; null when the rules alone decided. */
+  scorer: z.string().nullable(),
+  /** The features that moved the score most, strongest first (positive pulls towards ACTION). */
+  features: z.array(z.object({ feature: z.string(), weight: z.number() })),
+  /** With step `context`: the turn the route came from (the assistant's offer, the previous human turn) or a decline. */
+  followed: z.enum(['offer', 'previous', 'decline']).optional(),
   /** Classification time, present when the classifier was given a clock. */
   micros: z.number().nonnegative().optional(),
 });

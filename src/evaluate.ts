@@ -1,15 +1,21 @@
 import { z } from 'zod';
 import type { Decision, Mode } from './decision.js';
 
-/** One labelled corpus line. */
-export const CorpusLineSchema = z.object({
-  text: z.string(),
-  expected: z.enum(['ANSWER', 'ACTION']),
-  /** Answering needs file, web or tool work: routing it to ANSWER is a false negative. */
-  needs_ops: z.boolean().optional(),
-  category: z.string().optional(),
-  trivial: z.boolean().optional(),
-});
+const ChatMessage = z.looseObject({ role: z.string(), content: z.unknown() });
+
+/** One labelled corpus line: a message (`text`) or a conversation (`messages`, OpenAI chat shape) whose last user turn is labelled. */
+export const CorpusLineSchema = z
+  .object({
+    text: z.string().optional(),
+    messages: z.array(ChatMessage).min(1).optional(),
+    expected: z.enum(['ANSWER', 'ACTION']),
+    /** Answering needs file, web or tool work: routing it to ANSWER is a false negative. */
+    needs_ops: z.boolean().optional(),
+    category: z.string().optional(),
+    trivial: z.boolean().optional(),
+    lang: z.string().optional(),
+  })
+  .refine((line) => (line.text === undefined) !== (line.messages === undefined), 'a line has "text" or "messages", one of the two');
 export type CorpusLine = z.infer<typeof CorpusLineSchema>;
 
 /** The seed's quality gates. */
@@ -38,6 +44,17 @@ export interface EvalReport {
   readonly categories: Record<string, { total: number; correct: number; accuracy: number }>;
   readonly misses: readonly Miss[];
   readonly gates: { accuracy: boolean; falsePositiveRate: boolean; falseNegatives: boolean; passed: boolean };
+  /** Decisions whose score fell in the unsure band, and the accuracy of the rest. */
+  readonly unsure: { readonly count: number; readonly rate: number; readonly sureAccuracy: number };
+  /** Accuracy when every unsure decision is sent to ANSWER, or to ACTION, instead of the forced choice. */
+  readonly policies: { readonly answer: number; readonly action: number };
+}
+
+/** The text a corpus line routes: its `text`, or the last user turn of its `messages`. */
+export function corpusText(entry: CorpusLine): string {
+  if (entry.text !== undefined) return entry.text;
+  const last = [...(entry.messages ?? [])].reverse().find((message) => message.role === 'user');
+  return typeof last?.content === 'string' ? last.content : JSON.stringify(last?.content ?? '');
 }
 
 /**
@@ -50,6 +67,9 @@ export function evaluate(lines: readonly { line: number; entry: CorpusLine; deci
   const categories: Record<string, { total: number; correct: number; accuracy: number }> = {};
   const misses: Miss[] = [];
   let correct = 0;
+  let unsure = 0;
+  let sureCorrect = 0;
+  const policyCorrect = { answer: 0, action: 0 };
   let answers = 0;
   let falsePositives = 0;
   let falseNegatives = 0;
@@ -60,6 +80,15 @@ export function evaluate(lines: readonly { line: number; entry: CorpusLine; deci
     if (entry.expected === 'ANSWER') answers += 1;
     const fastPathRight = entry.trivial === undefined || entry.trivial === decision.trivial;
     const right = got === entry.expected && fastPathRight;
+    if (decision.unsure) {
+      unsure += 1;
+      if (entry.expected === 'ANSWER') policyCorrect.answer += 1;
+      else if (fastPathRight) policyCorrect.action += 1;
+    } else if (right) {
+      sureCorrect += 1;
+      policyCorrect.answer += 1;
+      policyCorrect.action += 1;
+    }
     const category = entry.category ?? 'uncategorised';
     const bucket = (categories[category] ??= { total: 0, correct: 0, accuracy: 0 });
     bucket.total += 1;
@@ -77,7 +106,7 @@ export function evaluate(lines: readonly { line: number; entry: CorpusLine; deci
       falseNegatives += 1;
       kind = 'false_negative';
     }
-    misses.push({ line, text: entry.text, category, expected: entry.expected, got, kind, step: decision.step, triggers: decision.triggers.map((t) => `${t.rule}:${t.match}`) });
+    misses.push({ line, text: corpusText(entry), category, expected: entry.expected, got, kind, step: decision.step, triggers: decision.triggers.map((t) => `${t.rule}:${t.match}`) });
   }
   for (const bucket of Object.values(categories)) bucket.accuracy = bucket.total ? bucket.correct / bucket.total : 0;
 
@@ -91,5 +120,10 @@ export function evaluate(lines: readonly { line: number; entry: CorpusLine; deci
     passed: false,
   };
   gates.passed = gates.accuracy && gates.falsePositiveRate && gates.falseNegatives;
-  return { total, correct, accuracy, falsePositives, falsePositiveRate, falseNegatives, confusion, categories, misses, gates };
+  const sure = total - unsure;
+  return {
+    total, correct, accuracy, falsePositives, falsePositiveRate, falseNegatives, confusion, categories, misses, gates,
+    unsure: { count: unsure, rate: total ? unsure / total : 0, sureAccuracy: sure ? sureCorrect / sure : 0 },
+    policies: { answer: total ? policyCorrect.answer / total : 0, action: total ? policyCorrect.action / total : 0 },
+  };
 }

@@ -5,10 +5,10 @@ import { FAILURE_TRIGGERS, FAILURE_VERDICTS } from './failure-debate.js';
 import { FORMATS } from './formats/index.js';
 import type { Route } from './route.js';
 
-/** One line of decisions/YYYY-MM-DD.jsonl. Versioned: readers check `v`. */
+/** One line of decisions/YYYY-MM-DD.jsonl. Versioned: readers check `v` (2 added the scorer's fields). */
 export const DecisionRecordSchema = z
   .object({
-    v: z.literal(1),
+    v: z.literal(2),
     id: z.uuid(),
     /** ISO 8601 with the offset written, e.g. 2026-11-22T13:26:05.120+00:00. */
     time: z.string().regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}[+-]\d{2}:\d{2}$/),
@@ -19,6 +19,15 @@ export const DecisionRecordSchema = z
     confidence: z.enum(CONFIDENCES),
     triggers: z.array(z.object({ rule: z.string(), category: z.enum([...CATEGORIES, 'trivial']) }).strict()),
     step: z.enum(STEPS),
+    /** With step `context`: the turn the route followed (offer, previous) or decline. */
+    followed: z.enum(['offer', 'previous', 'decline']).optional(),
+    /** The scorer's calibrated probability of ACTION, whether it fell in the unsure band, and the id of the weights. */
+    score: z.number().min(0).max(1),
+    unsure: z.boolean(),
+    scorer: z.string().nullable(),
+    /** For an unsure decision under hard routing: the policy applied and, for tiebreak, how the call ended. */
+    unsurePolicy: z.enum(['soft', 'answer', 'action', 'tiebreak']).nullable(),
+    tiebreak: z.enum(['answer', 'action', 'cached', 'timeout', 'error', 'invalid']).nullable(),
     route: z.enum(['answer', 'action', 'tool_specialist', 'soft_router']),
     /** true: hard routing applied the route; false: soft routing, the decision is shadow. */
     enforced: z.boolean(),
@@ -60,6 +69,8 @@ export function memoryEntry(record: DecisionRecord, clock: string, matches: read
   if (record.step === 'question') lines.push('  Pattern: Question + no external refs');
   else if (record.step === 'default') lines.push('  Pattern: No trigger (default)');
   else lines.push(`  Confidence: ${record.confidence} (${record.triggers.length} trigger${record.triggers.length === 1 ? '' : 's'})`);
+  if (record.step === 'scorer' || record.unsure) lines.push(`  Score: ${record.score.toFixed(2)}${record.unsure ? ` (unsure: ${record.unsurePolicy ?? 'shadow'}${record.tiebreak ? `, tie-breaker ${record.tiebreak}` : ''})` : ''}`);
+  if (record.followed) lines.push(`  Context: followed ${record.followed}`);
   if (record.override) lines.push(`  Override: ${record.override} (rules chose ${record.classified})`);
   if (record.debate.verdict !== 'NONE') lines.push(`  Debate: ${record.debate.verdict} (stakes ${record.debate.stakes})`);
   if (record.failure) lines.push(`  Debate: ${record.failure.verdict} (${record.failure.trigger.replaceAll('_', ' ')})`);

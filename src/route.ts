@@ -10,6 +10,8 @@ export interface PromptSet {
   readonly debatePlanning: string;
   readonly debateFailure: string;
   readonly escalate: string;
+  /** The tie-breaker call's system prompt (routing.onUnsure: tiebreak). */
+  readonly tiebreak: string;
 }
 
 export const PROMPT_FILES: Readonly<Record<keyof PromptSet, string>> = {
@@ -20,6 +22,7 @@ export const PROMPT_FILES: Readonly<Record<keyof PromptSet, string>> = {
   debatePlanning: 'debate-planning.md',
   debateFailure: 'debate-failure.md',
   escalate: 'escalate.md',
+  tiebreak: 'tiebreak.md',
 };
 
 /** Which prompt a request gets. `soft_router` when hard routing is off: the LLM decides. */
@@ -61,5 +64,5 @@ export function assemblePrompt(route: Route, decision: Decision, prompts: Prompt
 
 /** Every prompt text of ours, for recognising them inside a client's prompt. */
 export function ownPrompts(prompts: PromptSet): string[] {
-  return Object.values(prompts).map((text) => text.trim()).filter(Boolean);
+  return Object.entries(prompts).filter(([role]) => role !== 'tiebreak').map(([, text]) => text.trim()).filter(Boolean);
 }

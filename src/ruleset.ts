@@ -1,8 +1,9 @@
 import { z } from 'zod';
 import { CATEGORIES, type Category } from './categories.js';
+import { ContextCuesSchema, type ContextCues } from './context.js';
 import type { CompiledPattern, RegexEngine } from './engines/engine.js';
 import { buildLiteralIndex } from './literals.js';
-import type { Lookalikes } from './normalize.js';
+import { cleanText, type Lookalikes } from './normalize.js';
 import { buildPhraseIndex, expandTemplate, matchPhrases } from './phrases.js';
 
 /**
@@ -50,6 +51,8 @@ const RuleSetShape = z
     trivial: z.record(z.string().regex(/^[a-z][a-z0-9_-]*$/, 'a command name'), z.string()),
     names: z.array(z.string().min(1)),
     /** Look-alike letter → the Latin letter it imitates; a second letter is an alternate reading (Cyrillic у reads as y or u). */
+    /** Cues that tell a follow-up from a turn that stands alone (see context.ts). Without them, context is off. */
+    context: ContextCuesSchema.optional(),
     lookalikes: z.record(z.string().length(1), z.string().regex(/^[a-z]{1,2}$/, 'one Latin letter, or two: the usual reading and an alternate')),
     rules: z.array(RuleSchema).min(1),
   })
@@ -81,6 +84,8 @@ export interface CompiledRuleSet {
   readonly trivial: readonly { readonly command: string; readonly pattern: CompiledPattern }[];
   readonly names: ReadonlySet<string>;
   readonly lookalikes: Lookalikes;
+  /** Follow-up cues; null when the rule set has none (context is then off). */
+  readonly context: ContextCues | null;
   readonly engine: RegexEngine;
 }
 
@@ -220,6 +225,7 @@ export function compileRuleSet(data: unknown, engine: RegexEngine): CompiledRule
     trivial,
     names: new Set(ruleSet.names.map((name) => name.toLowerCase())),
     lookalikes: new Map(Object.entries(ruleSet.lookalikes)),
+    context: ruleSet.context === undefined ? null : { ...ruleSet.context, follow: ruleSet.context.follow.map(cleanText), decline: ruleSet.context.decline.map(cleanText), declineAlone: ruleSet.context.declineAlone.map(cleanText), offers: ruleSet.context.offers.map(cleanText) },
     engine,
   };
 }

@@ -5,7 +5,7 @@ export const anthropic: ChatFormat = {
   name: 'anthropic',
 
   // A user turn of tool_result blocks alone has no text part, so it is skipped.
-  latestHumanText: (body) => latestUserText(body.messages, ['text']),
+  latestHumanText: (body, limit) => latestUserText(body.messages, ['text'], limit),
 
   withSystemPrompt(body, prompt, strategy, ownPrompts) {
     const system = body.system;

@@ -1,5 +1,3 @@
-import { z } from 'zod';
-
 export const FORMATS = ['openai-chat', 'anthropic', 'openai-responses'] as const;
 export type FormatName = (typeof FORMATS)[number];
 
@@ -12,8 +10,12 @@ export type JsonObject = Record<string, unknown>;
 /** One chat API's request shape: where the human speaks and where the system prompt lives. */
 export interface ChatFormat {
   readonly name: FormatName;
-  /** Text of the latest human turn (tool results and assistant turns skipped), or null when there is none. */
-  latestHumanText(body: JsonObject): string | null;
+  /**
+   * Text of the latest human turn (tool results and assistant turns skipped), or null when there is none.
+   * A turn of many content parts is read at most `limit` characters deep, half from each end (see
+   * humanTextLimit); a single string is returned whole, since nothing need be copied to read it.
+   */
+  latestHumanText(body: JsonObject, limit?: number): string | null;
   /**
    * A copy of `body` carrying exactly one system prompt: `prompt` combined with the client's own by
    * `strategy`. Any of `ownPrompts` already in the client's prompt (a second router in front) is removed
@@ -24,20 +26,59 @@ export interface ChatFormat {
   isStream(body: JsonObject): boolean;
 }
 
-const Part = z.looseObject({ type: z.string(), text: z.unknown().optional() });
-export type Part = z.infer<typeof Part>;
-const Content = z.union([z.string(), z.array(z.unknown())]);
+/**
+ * How many characters of a human turn's text parts are worth collecting for a classifier with this scan
+ * budget. It reads at most the budget, half from each end, and to fill a half it reads up to 8 raw
+ * characters per character it keeps (invisible characters and marks take no budget): text cut to 8
+ * budgets, half from each end, classifies exactly as the whole. Task keys read 16 Ki at most.
+ */
+export function humanTextLimit(scanBudget: number): number {
+  return 8 * Math.max(scanBudget, 16 * 1024);
+}
 
-/** Joins the text of the parts whose type is in `textTypes`; other parts (images, files, audio) are ignored. */
-export function partsText(content: unknown, textTypes: readonly string[]): string | null {
-  const parsed = Content.safeParse(content);
-  if (!parsed.success) return null;
-  if (typeof parsed.data === 'string') return parsed.data;
-  const texts: string[] = [];
-  for (const item of parsed.data) {
-    const part = Part.safeParse(item);
-    if (part.success && textTypes.includes(part.data.type) && typeof part.data.text === 'string') texts.push(part.data.text);
+/** The limit for the default scan budget (16 Ki characters). */
+export const DEFAULT_HUMAN_TEXT_LIMIT = humanTextLimit(16 * 1024);
+
+/** A content part: an object with a string `type`; text parts carry `text`. */
+export interface Part {
+  readonly type: string;
+  readonly text?: unknown;
+  readonly [key: string]: unknown;
+}
+
+const isPart = (value: unknown): value is Part => isObject(value) && typeof value.type === 'string';
+
+/**
+ * Joins the text of the parts whose type is in `textTypes`; other parts (images, files, audio) are
+ * ignored. A turn can hold hundreds of thousands of parts, and this runs on the request path: parts are
+ * collected from the start until half of `limit` characters are held and from the end likewise, so the
+ * work and the string built stay bounded while the text's head and tail, all the classifier reads,
+ * are kept. Plain type checks, not a schema: this loop may run once per part of a huge array.
+ */
+export function partsText(content: unknown, textTypes: readonly string[], limit = DEFAULT_HUMAN_TEXT_LIMIT): string | null {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return null;
+  const textOf = (item: unknown): string | null =>
+    isPart(item) && typeof item.text === 'string' && textTypes.includes(item.type) ? item.text : null;
+  const half = Math.ceil(limit / 2);
+  const head: string[] = [];
+  let held = 0;
+  let next = 0;
+  for (; next < content.length && held < half; next += 1) {
+    const text = textOf(content[next]);
+    if (text === null) continue;
+    head.push(text);
+    held += text.length + 1;
   }
+  const tail: string[] = [];
+  held = 0;
+  for (let index = content.length - 1; index >= next && held < half; index -= 1) {
+    const text = textOf(content[index]);
+    if (text === null) continue;
+    tail.push(text);
+    held += text.length + 1;
+  }
+  const texts = tail.length > 0 ? head.concat(tail.reverse()) : head;
   return texts.length > 0 ? texts.join('\n') : null;
 }
 
@@ -45,12 +86,12 @@ export function partsText(content: unknown, textTypes: readonly string[]): strin
  * Text of the last `user` message that has some, from its parts of `textTypes`: turns of tool results
  * alone (no text part) are the agent loop talking, not the human, and are skipped.
  */
-export function latestUserText(messages: unknown, textTypes: readonly string[]): string | null {
+export function latestUserText(messages: unknown, textTypes: readonly string[], limit = DEFAULT_HUMAN_TEXT_LIMIT): string | null {
   if (!Array.isArray(messages)) return null;
   for (let index = messages.length - 1; index >= 0; index -= 1) {
     const message: unknown = messages[index];
     if (!isObject(message) || message.role !== 'user') continue;
-    const text = partsText(message.content, textTypes);
+    const text = partsText(message.content, textTypes, limit);
     if (text !== null && text.trim() !== '') return text;
   }
   return null;

@@ -20,7 +20,7 @@ export const openaiChat: ChatFormat = {
   name: 'openai-chat',
 
   // Tool results come as `tool` messages, so the last user message with text is the human's.
-  latestHumanText: (body) => latestUserText(body.messages, ['text', 'input_text']),
+  latestHumanText: (body, limit) => latestUserText(body.messages, ['text', 'input_text'], limit),
 
   withSystemPrompt(body, prompt, strategy, ownPrompts) {
     const messages = Array.isArray(body.messages) ? body.messages : [];

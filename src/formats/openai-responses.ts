@@ -4,7 +4,7 @@ import { composeText, isObject, partsText, stripOwnPrompts, type ChatFormat } fr
 export const openaiResponses: ChatFormat = {
   name: 'openai-responses',
 
-  latestHumanText(body) {
+  latestHumanText(body, limit) {
     const input = body.input;
     if (typeof input === 'string') return input.trim() === '' ? null : input;
     if (!Array.isArray(input)) return null;
@@ -12,7 +12,7 @@ export const openaiResponses: ChatFormat = {
       const item: unknown = input[index];
       // Function calls, their outputs and reasoning items have a `type` other than message and no user role.
       if (!isObject(item) || item.role !== 'user' || (item.type !== undefined && item.type !== 'message')) continue;
-      const text = partsText(item.content, ['input_text', 'text']);
+      const text = partsText(item.content, ['input_text', 'text'], limit);
       if (text !== null && text.trim() !== '') return text;
     }
     return null;

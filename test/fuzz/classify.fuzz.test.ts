@@ -52,7 +52,9 @@ describe('classifier fuzz', () => {
         DecisionSchema.parse(decision);
         expect(ms).toBeLessThan(MAX_MS);
         expect(decision.scan.length).toBe(text.length);
-        expect(decision.mode === 'ACTION').toBe(decision.step === 'fast_path' || decision.step === 'triggers');
+        // Where the scorer agrees with the rules the rules' step stands; where it overturns them the step is `scorer`.
+        if (decision.step === 'fast_path' || decision.step === 'triggers') expect(decision.mode).toBe('ACTION');
+        if (decision.step === 'question' || decision.step === 'default') expect(decision.mode).toBe('ANSWER');
         if (decision.trivial) expect(decision.mode).toBe('ACTION');
         expect(stable(snapshot.classifier.classify(text))).toEqual(stable(decision));
       }),
@@ -69,7 +71,9 @@ describe('classifier fuzz', () => {
           const text = chunk.repeat(Math.ceil(length / chunk.length)).slice(0, length);
           const { decision, ms } = classifyTimed(text);
           DecisionSchema.parse(decision);
-          expect(decision.scan.truncated).toBe(true);
+          // Each end reads at most 8 x half the budget in raw characters (invisible ones cost no budget but
+          // take time to read), so a longer text is never read whole.
+          if (length > 2 * 8 * 8 * 1024) expect(decision.scan.truncated).toBe(true);
           expect(decision.scan.scanned).toBeLessThanOrEqual(16 * 1024);
           expect(ms).toBeLessThan(MAX_MS);
         },

@@ -81,6 +81,9 @@ async function report(url: string, body: unknown): Promise<{ status: number; jso
   return { status: res.status, json: (await res.json()) as OutcomeReply };
 }
 
+/** The decision id a chat request got back: what an outcome report names its task by. */
+const decisionOf = (sent: Sent) => sent.headers.get('x-task-router-decision-id') as string;
+
 const action = () => prompts.action;
 const withFailure = (base: string) => `${base}\n\n${prompts.debateFailure}`;
 const withEscalate = (base: string) => `${base}\n\n${prompts.escalate}`;
@@ -103,21 +106,22 @@ describe('a scripted session over HTTP', () => {
     expect(first.headers.get('x-task-router-task')).toBe(task);
     expect(first.headers.get('x-task-router-debate')).toBeNull();
 
-    // First failure, reported without a task: it applies to the latest one. No debate yet.
-    expect(await report(url, { session: 'session-1', outcome: 'failure', error: 'Test "auth" failed: expected 200, got 500' }))
+    // First failure, named by the decision id the request got back. No debate yet.
+    expect(await report(url, { session: 'session-1', decision: decisionOf(first), outcome: 'failure', error: 'Test "auth" failed: expected 200, got 500' }))
       .toEqual({ status: 200, json: { session: 'session-1', task, outcome: 'failure', failures: 1, rejections: 0, next: null } });
     const retry = await chat(url, FIX, s);
     expect(retry.system).toBe(action());
 
     // Second failure, named by the retry's decision id: the next request carries the failure debate.
-    const second = await report(url, { session: 'session-1', task: retry.headers.get('x-task-router-decision-id'), outcome: 'failure', error: 'Test "auth" failed: expected 200, got 502' });
+    const second = await report(url, { session: 'session-1', decision: decisionOf(retry), outcome: 'failure', error: 'Test "auth" failed: expected 200, got 502' });
     expect(second.json).toMatchObject({ task, failures: 2, next: { verdict: 'DEBATE_FAILURE', trigger: 'consecutive_failures', task } });
     const debated = await chat(url, FIX, s);
     expect(debated.system).toBe(withFailure(action()));
     expect(debated.headers.get('x-task-router-debate')).toBe(`failure; stakes=none; trigger=consecutive_failures; failures=2; rejections=0; task=${task}`);
 
     // Delivered once: the agent loop's next step goes without it.
-    expect((await chat(url, FIX, s)).system).toBe(action());
+    const step = await chat(url, FIX, s);
+    expect(step.system).toBe(action());
 
     // Another session is untouched, and so is a request without a session.
     expect((await chat(url, FIX, { [SESSION]: 'session-2' })).system).toBe(action());
@@ -125,13 +129,14 @@ describe('a scripted session over HTTP', () => {
     expect(anonymous.system).toBe(action());
     expect(anonymous.headers.get('x-task-router-task')).toBeNull();
 
-    // A failure after the debate: escalation, once.
-    expect((await report(url, { session: 'session-1', task, outcome: 'failure', error: 'Test "auth" failed: expected 200, got 500' })).json)
+    // A failure after the debate, named by any decision of the task: escalation, once.
+    expect((await report(url, { session: 'session-1', decision: decisionOf(step), outcome: 'failure', error: 'Test "auth" failed: expected 200, got 500' })).json)
       .toMatchObject({ failures: 3, next: { verdict: 'AUTO_ESCALATE', trigger: 'failures_after_debate' } });
     const escalated = await chat(url, FIX, s);
     expect(escalated.system).toBe(withEscalate(action()));
     expect(escalated.headers.get('x-task-router-debate')).toMatch(/^escalate; stakes=none; trigger=failures_after_debate; failures=3;/);
-    expect((await chat(url, FIX, s)).system).toBe(action());
+    const after = await chat(url, FIX, s);
+    expect(after.system).toBe(action());
 
     // The debug view shows the state behind the admin token.
     const state = await fetch(`${url}/router/sessions/session-1`, { headers: { authorization: `Bearer ${TOKEN}` } });
@@ -140,9 +145,10 @@ describe('a scripted session over HTTP', () => {
     expect((await fetch(`${url}/router/sessions/session-1`)).status).toBe(401);
 
     // Success resets the task: no prompt, and one more failure is no debate.
-    expect((await report(url, { session: 'session-1', outcome: 'success' })).json).toMatchObject({ failures: 0, rejections: 0, next: null });
-    expect((await chat(url, FIX, s)).system).toBe(action());
-    expect((await report(url, { session: 'session-1', outcome: 'failure' })).json).toMatchObject({ failures: 1, next: null });
+    expect((await report(url, { session: 'session-1', decision: decisionOf(after), outcome: 'success' })).json).toMatchObject({ failures: 0, rejections: 0, next: null });
+    const clean = await chat(url, FIX, s);
+    expect(clean.system).toBe(action());
+    expect((await report(url, { session: 'session-1', decision: decisionOf(clean), outcome: 'failure' })).json).toMatchObject({ failures: 1, next: null });
     expect((await chat(url, FIX, s)).system).toBe(action());
 
     expect(await metricSum(url, 'task_router_debates_total', { kind: 'failure', stakes: 'none' })).toBe(1);
@@ -169,7 +175,7 @@ describe('the other triggers', () => {
     const deploy = await chat(url, 'deploy the api to production', s);
     expect(deploy.headers.get('x-task-router-debate')).toBe('planning; stakes=high');
     expect(deploy.system).toBe(`${action()}\n\n${prompts.debatePlanning}`);
-    expect((await report(url, { session: 'risky', outcome: 'failure', error: 'permission denied' })).json.next).toMatchObject({ verdict: 'AUTO_ESCALATE', trigger: 'high_stakes_failure' });
+    expect((await report(url, { session: 'risky', decision: decisionOf(deploy), outcome: 'failure', error: 'permission denied' })).json.next).toMatchObject({ verdict: 'AUTO_ESCALATE', trigger: 'high_stakes_failure' });
 
     // The user asks what happened: an ANSWER, with the escalation after the answer prompt.
     const question = await chat(url, 'what went wrong?', s);
@@ -178,8 +184,8 @@ describe('the other triggers', () => {
     expect(question.headers.get('x-task-router-debate')).toMatch(/^escalate; stakes=high; trigger=high_stakes_failure;/);
 
     // A planning debate and an escalation together: the escalation supersedes the planning debate.
-    await chat(url, 'deploy the api to production', s);
-    await report(url, { session: 'risky', outcome: 'failure' });
+    const redeploy = await chat(url, 'deploy the api to production', s);
+    await report(url, { session: 'risky', decision: decisionOf(redeploy), outcome: 'failure' });
     const again = await chat(url, 'deploy the api to production', s);
     expect(again.system).toBe(withEscalate(action()));
     expect(again.headers.get('x-task-router-debate')).toMatch(/^escalate; stakes=high/);
@@ -192,7 +198,7 @@ describe('the other triggers', () => {
     const confirmed = await chat(url, 'delete the old release branches, just do it', s);
     expect(confirmed.headers.get('x-task-router-debate')).toBeNull();
     expect(confirmed.system).toBe(action());
-    await report(url, { session: 'sure', outcome: 'failure' });
+    await report(url, { session: 'sure', decision: decisionOf(confirmed), outcome: 'failure' });
     expect((await chat(url, 'delete the old release branches, just do it', s)).system).toBe(withEscalate(action()));
   });
 
@@ -200,30 +206,30 @@ describe('the other triggers', () => {
     const { url } = await start('same-error.yaml');
     const s = { [SESSION]: 'env' };
     const a = await chat(url, 'run the migrations', s);
-    await report(url, { session: 'env', outcome: 'failure', error: 'connect ECONNREFUSED 127.0.0.1:5432' });
-    await chat(url, 'update the user model in src/models/user.ts', s);
-    const second = await report(url, { session: 'env', outcome: 'failure', error: 'connect ECONNREFUSED 127.0.0.1:5433' });
+    await report(url, { session: 'env', decision: decisionOf(a), outcome: 'failure', error: 'connect ECONNREFUSED 127.0.0.1:5432' });
+    const b = await chat(url, 'update the user model in src/models/user.ts', s);
+    const second = await report(url, { session: 'env', decision: decisionOf(b), outcome: 'failure', error: 'connect ECONNREFUSED 127.0.0.1:5433' });
     expect(second.json).toMatchObject({ failures: 1, next: { verdict: 'DEBATE_FAILURE', trigger: 'same_error' } });
     expect((await chat(url, 'update the user model in src/models/user.ts', s)).system).toBe(withFailure(action()));
     // The first task is still known by its decision id.
-    expect((await report(url, { session: 'env', task: a.headers.get('x-task-router-decision-id'), outcome: 'success' })).json).toMatchObject({ task: taskKeyOf('run the migrations'), failures: 0 });
+    expect((await report(url, { session: 'env', decision: decisionOf(a), outcome: 'success' })).json).toMatchObject({ task: taskKeyOf('run the migrations'), failures: 0 });
   });
 
   it('two rejections bring a debate', async () => {
     const { url } = await start('rejections.yaml');
     const s = { [SESSION]: 'picky' };
-    await chat(url, 'refactor the parser in src/parse.ts', s);
-    expect((await report(url, { session: 'picky', outcome: 'rejected' })).json.next).toBeNull();
-    expect((await report(url, { session: 'picky', outcome: 'rejected' })).json.next).toMatchObject({ verdict: 'DEBATE_FAILURE', trigger: 'rejections' });
+    const refactor = await chat(url, 'refactor the parser in src/parse.ts', s);
+    expect((await report(url, { session: 'picky', decision: decisionOf(refactor), outcome: 'rejected' })).json.next).toBeNull();
+    expect((await report(url, { session: 'picky', decision: decisionOf(refactor), outcome: 'rejected' })).json.next).toMatchObject({ verdict: 'DEBATE_FAILURE', trigger: 'rejections' });
     expect((await chat(url, 'refactor the parser in src/parse.ts', s)).system).toBe(withFailure(action()));
   });
 
   it('read-only and trivial requests are never debated', async () => {
     const { url } = await start('read-only.yaml');
     for (const [session, text] of [['reader', 'search the codebase for auth handlers'], ['trivial', 'pwd']] as const) {
-      await chat(url, text, { [SESSION]: session });
-      await report(url, { session, outcome: 'failure' });
-      expect((await report(url, { session, outcome: 'failure' })).json).toMatchObject({ failures: 2, next: null });
+      const decision = decisionOf(await chat(url, text, { [SESSION]: session }));
+      await report(url, { session, decision, outcome: 'failure' });
+      expect((await report(url, { session, decision, outcome: 'failure' })).json).toMatchObject({ failures: 2, next: null });
       expect((await chat(url, text, { [SESSION]: session })).headers.get('x-task-router-debate')).toBeNull();
     }
   });
@@ -231,9 +237,9 @@ describe('the other triggers', () => {
   it('in soft routing the failure prompt follows the soft-router prompt (Anthropic format too), under a configured header name', async () => {
     const { url } = await start('soft.yaml', { env: { ENABLE_HARD_ROUTING: 'false' }, sessions: { header: 'X-Conversation-Id' } });
     const s = { 'x-conversation-id': 'soft-1' };
-    await chat(url, FIX, s, 'anthropic');
-    await report(url, { session: 'soft-1', outcome: 'failure' });
-    await report(url, { session: 'soft-1', outcome: 'failure' });
+    const decision = decisionOf(await chat(url, FIX, s, 'anthropic'));
+    await report(url, { session: 'soft-1', decision, outcome: 'failure' });
+    await report(url, { session: 'soft-1', decision, outcome: 'failure' });
     const soft = await chat(url, FIX, s, 'anthropic');
     expect(soft.headers.get('x-task-router-routing')).toBe('soft');
     expect(soft.system).toBe(withFailure(prompts.softRouter));
@@ -243,17 +249,20 @@ describe('the other triggers', () => {
 });
 
 describe('bad input', () => {
-  it('POST /router/outcomes answers 400 with the reasons for a body that does not fit, 404 for an unknown session or task', async () => {
+  it('POST /router/outcomes answers 400 with the reasons for a body that does not fit, the same 404 for an unknown session or task', async () => {
     const { url } = await start('validation.yaml');
-    await chat(url, FIX, { [SESSION]: 'known' });
+    const decision = decisionOf(await chat(url, FIX, { [SESSION]: 'known' }));
     const bad: unknown[] = [
       {},
-      { session: 'known' },
-      { session: 'known', outcome: 'maybe' },
-      { session: 'known', outcome: 'failure', extra: 1 },
-      { session: 'has spaces', outcome: 'failure' },
-      { session: 'known', outcome: 'failure', task: 'not-a-task' },
-      { session: 'known', outcome: 'failure', error: 42 },
+      { session: 'known', decision },
+      { session: 'known', decision, outcome: 'maybe' },
+      { session: 'known', decision, outcome: 'failure', extra: 1 },
+      { session: 'has spaces', decision, outcome: 'failure' },
+      { session: 'known', outcome: 'failure' },
+      { session: 'known', decision: 'not-a-decision', outcome: 'failure' },
+      { session: 'known', decision: taskKeyOf(FIX), outcome: 'failure' },
+      { session: 'known', decision, task: taskKeyOf(FIX), outcome: 'failure' },
+      { session: 'known', decision, outcome: 'failure', error: 42 },
       [],
       'not json',
     ];
@@ -263,10 +272,15 @@ describe('bad input', () => {
       expect(res.json.error.type).toBe('invalid_request_error');
       expect(res.json.error.message).toMatch(/JSON/);
     }
-    expect((await report(url, { session: 'known', outcome: 'failure', extra: 1 })).json.error.details?.join()).toMatch(/extra/);
-    expect((await report(url, { session: 'stranger', outcome: 'failure' })).status).toBe(404);
-    expect((await report(url, { session: 'known', task: '0123456789abcdef', outcome: 'failure' })).status).toBe(404);
-    expect((await report(url, { session: 'known', task: '00000000-0000-4000-8000-000000000000', outcome: 'failure' })).status).toBe(404);
+    expect((await report(url, { session: 'known', decision, outcome: 'failure', extra: 1 })).json.error.details?.join()).toMatch(/extra/);
+    expect((await report(url, { session: 'known', outcome: 'failure' })).json.error.details?.join()).toMatch(/decision/);
+    expect((await report(url, { session: 'known', decision, task: taskKeyOf(FIX), outcome: 'failure' })).json.error.details?.join()).toMatch(/task.*decision/);
+    const stranger = await report(url, { session: 'stranger', decision, outcome: 'failure' });
+    const unknownTask = await report(url, { session: 'known', decision: '00000000-0000-4000-8000-000000000000', outcome: 'failure' });
+    expect(stranger.status).toBe(404);
+    expect(unknownTask).toEqual(stranger);
+    // Nothing was recorded by the refused reports: the first real one counts one failure.
+    expect((await report(url, { session: 'known', decision, outcome: 'failure' })).json).toMatchObject({ failures: 1 });
     expect(upstream.requests.filter((request) => request.path.startsWith('/router'))).toEqual([]);
   });
 

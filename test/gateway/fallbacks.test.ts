@@ -68,7 +68,8 @@ async function send(url: string) {
 describe('never failing a request on our own error', () => {
   it('a classifier that throws: the soft-router prompt goes in, the fallback is reported', async () => {
     const fallbacks: string[] = [];
-    const classifier = { ...createClassifier(), classify: () => { throw new Error('injected classifier failure'); } };
+    const fail = () => { throw new Error('injected classifier failure'); };
+    const classifier = { ...createClassifier(), classify: fail, classifyTurns: fail };
     const gateway = await serve({ ...base(), classifier }, fallbacks);
     const res = await send(gateway.url);
     await gateway.close();

@@ -13,10 +13,10 @@ let dir: string;
 let gateway: RunningGateway | null = null;
 let child: ChildProcess | null = null;
 
-async function writeConfig(name: string, changes: { hard?: boolean; watch?: boolean; port?: number; overrides?: boolean; admin?: Record<string, unknown> } = {}): Promise<string> {
+async function writeConfig(name: string, changes: { hard?: boolean; watch?: boolean; port?: number; overrides?: boolean; overrideToken?: string; admin?: Record<string, unknown> } = {}): Promise<string> {
   return writeTestConfig(dir, name, {
     server: { port: changes.port ?? 0 },
-    routing: { hard: changes.hard ?? true, overrides: changes.overrides ?? true },
+    routing: { hard: changes.hard ?? true, overrides: changes.overrides ?? true, ...(changes.overrideToken ? { overrideToken: changes.overrideToken } : {}) },
     reload: { watch: changes.watch ?? true, debounceMs: 50 },
     ...(changes.admin ? { admin: changes.admin } : {}),
   });
@@ -236,12 +236,17 @@ describe('the admin API', () => {
 });
 
 describe('the override header', () => {
-  it('forces a route and records it as the deciding step', async () => {
-    gateway = await startGateway({ configFile: await writeConfig('override.yaml') });
-    const forced = await chat(gateway.url, { 'x-task-router-override': 'ANSWER' });
+  it('forces a route with the override token and records it as the deciding step', async () => {
+    const overrideToken = 'override-token-for-flag-tests';
+    gateway = await startGateway({ configFile: await writeConfig('override.yaml', { overrideToken }) });
+    const forced = await chat(gateway.url, { 'x-task-router-override': 'ANSWER', 'x-task-router-override-token': overrideToken });
     expect(forced).toMatchObject({ status: 200, mode: 'ANSWER', step: 'override' });
     expect(forced.body).toContain('# Direct answer');
     expect(await chat(gateway.url, { 'x-task-router-override': 'auto' })).toMatchObject({ mode: 'ACTION', step: 'triggers' });
+    // Without the token a forcing value is refused, in the API's shape.
+    const refused = await chat(gateway.url, { 'x-task-router-override': 'ANSWER' });
+    expect(refused.status).toBe(403);
+    expect(JSON.parse(refused.body)).toMatchObject({ error: { message: expect.stringMatching(/override token/) } });
   });
 
   it('is refused with a 400 when disabled in config', async () => {

@@ -18,13 +18,16 @@ import { ANTHROPIC_KEY, APIS, askWithSdk, bodyWithUserText, CHAT_PATH, OPENAI_KE
 
 const ACTION = 'fix the failing test in src/app.ts';
 const QUESTION = 'what is HPOS?';
+const OVERRIDE_TOKEN = 'override-token-for-header-tests';
+/** A forcing override needs the configured token beside it. */
+const forcing = (mode: string) => ({ 'x-task-router-override': mode, 'x-task-router-override-token': OVERRIDE_TOKEN });
 
 let upstream: FakeUpstream;
 let gateway: TestGateway;
 
 beforeAll(async () => {
   upstream = await startFakeUpstream(apiReply('ok'));
-  gateway = await startGatewayForTest({ upstreamUrl: upstream.url });
+  gateway = await startGatewayForTest({ upstreamUrl: upstream.url, overrides: { overrideToken: OVERRIDE_TOKEN } });
 });
 afterAll(async () => {
   await gateway?.close();
@@ -139,7 +142,7 @@ describe('credentials reach the upstream unchanged', () => {
 
 describe('override header x-task-router-override', () => {
   it.each(APIS)('%s: ANSWER forces the answer route on an ACTION message', async (api) => {
-    const result = await askWithSdk(api, gateway.url, ACTION, false, { 'x-task-router-override': 'ANSWER' });
+    const result = await askWithSdk(api, gateway.url, ACTION, false, forcing('ANSWER'));
     const seen = upstream.last();
     expect(result.headers.get('x-task-router-mode')).toBe('ANSWER');
     expect(result.headers.get('x-task-router-step')).toBe('override');
@@ -148,12 +151,13 @@ describe('override header x-task-router-override', () => {
     expect(seen.headers['x-task-router-step']).toBe('override');
     expect(systemOf(api, seen.json)).toBe(gateway.prompts.answer);
     expect(promptCopies(seen.text, gateway.prompts.action)).toBe(0);
-    // The override is ours to read, not the upstream's.
+    // The override and its token are ours to read, not the upstream's.
     expect(seen.headers['x-task-router-override']).toBeUndefined();
+    expect(seen.headers['x-task-router-override-token']).toBeUndefined();
   });
 
   it.each(APIS)('%s: ACTION forces the action route on a question (streamed)', async (api) => {
-    const result = await askWithSdk(api, gateway.url, QUESTION, true, { 'x-task-router-override': 'ACTION' });
+    const result = await askWithSdk(api, gateway.url, QUESTION, true, forcing('ACTION'));
     expect(result.text).toBe('ok');
     const seen = upstream.last();
     expect(result.headers.get('x-task-router-mode')).toBe('ACTION');
@@ -163,7 +167,7 @@ describe('override header x-task-router-override', () => {
   });
 
   it('lower case and padding are accepted', async () => {
-    const result = await askWithSdk('openai-chat', gateway.url, ACTION, false, { 'x-task-router-override': '  answer ' });
+    const result = await askWithSdk('openai-chat', gateway.url, ACTION, false, forcing('  answer '));
     expect(result.headers.get('x-task-router-mode')).toBe('ANSWER');
     expect(result.headers.get('x-task-router-step')).toBe('override');
   });
@@ -176,6 +180,17 @@ describe('override header x-task-router-override', () => {
     expect(question.headers.get('x-task-router-mode')).toBe('ANSWER');
     expect(question.headers.get('x-task-router-step')).toBe('question');
     expect(upstream.last().headers['x-task-router-override']).toBeUndefined();
+  });
+
+  it.each(APIS)('%s: a forcing value without the token, or with a wrong one → 403 in the API shape; nothing reaches the upstream', async (api) => {
+    for (const headers of [{ 'x-task-router-override': 'ANSWER' }, { ...forcing('ACTION'), 'x-task-router-override-token': `${OVERRIDE_TOKEN}x` }, { ...forcing('ANSWER'), 'x-task-router-override-token': '' }]) {
+      const response = await postJson(gateway.url, CHAT_PATH[api], bodyWithUserText(api, QUESTION), headers);
+      expect(response.status).toBe(403);
+      const body = await response.json();
+      expect(JSON.stringify(body)).toContain('x-task-router-override-token');
+      expect(JSON.stringify(body)).not.toContain(OVERRIDE_TOKEN);
+    }
+    expect(upstream.requests).toHaveLength(0);
   });
 
   it('an invalid value → 400 in the OpenAI shape; nothing reaches the upstream', async () => {

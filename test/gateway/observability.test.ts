@@ -91,9 +91,10 @@ async function filesUnder(root: string): Promise<string[]> {
 
 describe('/metrics', () => {
   it('exposes the named metrics with closed label sets, and passes promtool', async () => {
-    gateway = await startGateway({ configFile: await config('names.yaml'), env: { LOG_DIR: join(dir, 'names-logs') } });
+    const overrideToken = 'override-token-for-metrics-test';
+    gateway = await startGateway({ configFile: await config('names.yaml', { routing: { overrideToken } }), env: { LOG_DIR: join(dir, 'names-logs') } });
     for (const message of MESSAGES) await chat(gateway.url, message);
-    await chat(gateway.url, 'fix it', { headers: { 'x-task-router-override': 'ANSWER' } });
+    await chat(gateway.url, 'fix it', { headers: { 'x-task-router-override': 'ANSWER', 'x-task-router-override-token': overrideToken } });
     const text = await (await fetch(`${gateway.url}/metrics`)).text();
     const { types, samples } = parseExposition(text);
 

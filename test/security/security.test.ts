@@ -100,7 +100,7 @@ describe('no secret in any log on error paths', () => {
 
   it('a classifier failing with the message text in its error: the fallback log carries no secret', async () => {
     const base = await defaultSnapshot();
-    const snapshot: RoutingSnapshot = { ...base, classifier: { ...base.classifier, classify: (text: string) => { throw new Error(`cannot classify "${text}"`); } } };
+    const snapshot: RoutingSnapshot = { ...base, classifier: { ...base.classifier, classify: (text: string) => { throw new Error(`cannot classify "${text}"`); }, classifyTurns: (turns: { latest: string }) => { throw new Error(`cannot classify "${turns.latest}"`); } } };
     const lines: string[] = [];
     const gateway = await loggedGateway(upstream.url, snapshot, lines);
     try {
@@ -233,7 +233,7 @@ describe('client headers cannot spoof the decision headers sent upstream', () =>
 
   it('a body that is not an object, and a rewrite that fell back to pass-through: no forged header upstream', async () => {
     const base = await defaultSnapshot();
-    const broken: RoutingSnapshot = { ...base, classifier: { ...base.classifier, classify: () => { throw new Error('down'); } }, prompts: new Proxy(base.prompts, { get: () => { throw new Error('no prompts'); } }) };
+    const broken: RoutingSnapshot = { ...base, classifier: { ...base.classifier, classify: () => { throw new Error('down'); }, classifyTurns: () => { throw new Error('down'); } }, prompts: new Proxy(base.prompts, { get: () => { throw new Error('no prompts'); } }) };
     const gateway = await startGatewayForTest({ upstreamUrl: upstream.url, overrides: { snapshot: broken } });
     try {
       for (const body of ['[1,2,3]', JSON.stringify(bodyWithUserText('openai-chat', ACTION))]) {

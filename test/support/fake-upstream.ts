@@ -433,10 +433,14 @@ export interface GatewayOverrides {
   strategy?: Strategy;
   hardRouting?: boolean;
   allowOverride?: boolean;
+  /** routing.overrideToken; without it (or overridesOpen) a forcing override gets a 403. */
+  overrideToken?: string;
+  overridesOpen?: boolean;
   timeoutMs?: number;
   bodyBytes?: number;
   maxSockets?: number;
   idleTimeoutMs?: number;
+  maxDurationMs?: number;
   maxMessages?: number;
   hooks?: GatewayAppOptions['hooks'];
   /** A snapshot built by hand replaces the one built from config/default.yaml. */
@@ -468,6 +472,8 @@ export async function startGatewayForTest(options: { upstreamUrl: string; overri
     ...(overrides.strategy !== undefined ? { strategy: overrides.strategy } : {}),
     ...(overrides.hardRouting !== undefined ? { hardRouting: overrides.hardRouting } : {}),
     ...(overrides.allowOverride !== undefined ? { allowOverride: overrides.allowOverride } : {}),
+    ...(overrides.overrideToken !== undefined ? { overrideToken: overrides.overrideToken } : {}),
+    ...(overrides.overridesOpen !== undefined ? { overridesOpen: overrides.overridesOpen } : {}),
   };
   const gateway = createGatewayApp({
     snapshot: () => snapshot,
@@ -476,6 +482,7 @@ export async function startGatewayForTest(options: { upstreamUrl: string; overri
       timeoutMs: overrides.timeoutMs ?? loaded.config.upstream.timeoutMs,
       maxSockets: overrides.maxSockets ?? loaded.config.upstream.maxSockets,
       idleTimeoutMs: overrides.idleTimeoutMs ?? loaded.config.upstream.idleTimeoutMs,
+      maxDurationMs: overrides.maxDurationMs ?? loaded.config.upstream.maxDurationMs,
     },
     bodyBytes: overrides.bodyBytes ?? loaded.config.limits.bodyBytes,
     maxMessages: overrides.maxMessages ?? loaded.config.limits.maxMessages,

@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { createClassifier, DecisionSchema, defaultRuleSet, ENGINES, type Classifier, type Decision } from '../../src/index.js';
+import { corpusText, CorpusLineSchema, createClassifier, DecisionSchema, defaultRuleSet, ENGINES, type Classifier, type Decision } from '../../src/index.js';
 
 // Everything that touches re2-wasm lives in this one file: its 16 MB heap is shared by the whole process and,
 // once exhausted, is gone for good. The test that exhausts it on purpose is the last one in the file.
@@ -12,7 +12,7 @@ const corpusFiles = readdirSync(corpusDir).filter((name) => name.endsWith('.json
 const corpusLines: { file: string; line: number; text: string }[] = corpusFiles.flatMap((file) =>
   readFileSync(corpusDir + file, 'utf8')
     .split('\n')
-    .flatMap((raw, index) => (raw.trim() === '' ? [] : [{ file, line: index + 1, text: (JSON.parse(raw) as { text: string }).text }])),
+    .flatMap((raw, index) => (raw.trim() === '' ? [] : [{ file, line: index + 1, text: corpusText(CorpusLineSchema.parse(JSON.parse(raw))) }])),
 );
 
 /** A decision without the fields that name the engine or time it. */

@@ -160,7 +160,7 @@ describe('cleanText: typographic quotes', () => {
   });
 
   it('a curly-quoted go-ahead or confirmation still matches the rule written with a straight quote', () => {
-    const classifier = createClassifier();
+    const classifier = createClassifier({ scorer: null });
     expect(classifier.classify('let\u2019s do it').mode).toBe('ACTION');
     const confirmed = classifier.classify('delete the old logs, I\u2019m sure');
     expect(confirmed.debate.bypass).toBe('confirmed');
@@ -236,7 +236,7 @@ describe('foldLookalikes', () => {
     });
 
     it('the classifier sees both readings: rуn is run, уarn add is yarn add', () => {
-      const classifier = createClassifier();
+      const classifier = createClassifier({ scorer: null });
       const run = classifier.classify('rуn the job');
       expect(run.mode).toBe('ACTION');
       expect(run.triggers).toContainEqual(expect.objectContaining({ category: 'execution', match: 'run' }));

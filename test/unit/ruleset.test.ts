@@ -126,7 +126,7 @@ describe('ASCII-only classes are rejected with the reason', () => {
 
   it('an escaped backslash followed by b is a literal, not \\b, and is accepted', () => {
     const rules = tinyRuleSet([{ id: 'windows.backslash_b', category: 'file', pattern: '(c:\\\\bin)' }]);
-    const classifier = createClassifier({ rules });
+    const classifier = createClassifier({ rules, scorer: null });
     expect(classifier.classify('look in c:\\bin').mode).toBe('ACTION');
   });
 
@@ -137,7 +137,7 @@ describe('ASCII-only classes are rejected with the reason', () => {
 
   it('the Unicode-aware boundaries {<} and {>} work where \\b would not', () => {
     const rules = tinyRuleSet([{ id: 'custom.frob', category: 'operation', pattern: '{<}(frobnicate){>}' }]);
-    const classifier = createClassifier({ rules });
+    const classifier = createClassifier({ rules, scorer: null });
     expect(classifier.classify('frobnicate it').triggers).toEqual([{ rule: 'custom.frob', category: 'operation', match: 'frobnicate' }]);
     expect(classifier.classify('(frobnicate)').mode).toBe('ACTION');
     for (const text of ['frobnicated', 'xfrobnicate', 'frobnicateъ', 'пfrobnicate', 'frobnicate_x', 'pre-frobnicate']) {
@@ -279,7 +279,7 @@ describe('every issue is reported at once', () => {
 describe('words rules', () => {
   it('match whole words only, with hyphens joining words', () => {
     const rules = tinyRuleSet([{ id: 'op.stop', category: 'execution', words: ['stop', 'compile'] }]);
-    const classifier = createClassifier({ rules });
+    const classifier = createClassifier({ rules, scorer: null });
     expect(classifier.classify('stop the server').mode).toBe('ACTION');
     expect(classifier.classify('please compile.').mode).toBe('ACTION');
     for (const text of ['one-stop shop', 'compile-time check', 'nonstop', 'stopwatch', 'stop_words', 'stopа']) {
@@ -301,7 +301,7 @@ describe('words rules', () => {
 
   it('a phrase matches across any run of white space, and only as a whole phrase', () => {
     const rules = tinyRuleSet([{ id: 'search.look_for', category: 'search', words: ['look for'] }]);
-    const classifier = createClassifier({ rules });
+    const classifier = createClassifier({ rules, scorer: null });
     expect(classifier.classify('look   for\u00a0it').triggers[0]!.match).toBe('look for');
     expect(classifier.classify('look\tfor it').triggers[0]!.match).toBe('look for');
     expect(classifier.classify('look\nfor it').triggers[0]!.match).toMatch(/^look\s+for$/);
@@ -310,7 +310,7 @@ describe('words rules', () => {
 
   it('upper-case words in config still match (words are lower-cased like the text)', () => {
     const rules = tinyRuleSet([{ id: 'op.deploy', category: 'deployment', words: ['DEPLOY'] }]);
-    expect(createClassifier({ rules }).classify('Deploy it').mode).toBe('ACTION');
+    expect(createClassifier({ rules, scorer: null }).classify('Deploy it').mode).toBe('ACTION');
   });
 });
 
@@ -322,19 +322,19 @@ describe('match extraction', () => {
   it('finds the match when the first hint literal is not part of it', () => {
     const rules = tinyRuleSet([{ id: 'file.ts', category: 'file', pattern: '(?:^|[\\s(])([a-z/]+\\.ts)(?:[^a-z0-9_-]|$)', requires: ['.'] }]);
     const text = `yes. ${filler}${filler}then fix services/billing/jobs/export.ts so it stops. ${filler}`;
-    expect(createClassifier({ rules }).classify(text).triggers[0]?.match).toBe('services/billing/jobs/export.ts');
+    expect(createClassifier({ rules, scorer: null }).classify(text).triggers[0]?.match).toBe('services/billing/jobs/export.ts');
   });
 
   it('a match longer than a window is still found whole', () => {
     const rules = tinyRuleSet([{ id: 'file.ts', category: 'file', pattern: '(?:^|\\s)((?:[a-z]+/)+[a-z]+\\.ts)', requires: ['.ts'] }]);
     const path = `${'directory/'.repeat(12)}main.ts`;
     const text = `${filler}see ${path} please`;
-    expect(createClassifier({ rules }).classify(text).triggers[0]?.match).toBe(path);
+    expect(createClassifier({ rules, scorer: null }).classify(text).triggers[0]?.match).toBe(path);
   });
 
   it('a line-start anchor is honoured: a window cut at a space is not read as a line start', () => {
     const rules = tinyRuleSet([{ id: 'shell.line', category: 'execution', pattern: '(?:^|\\n)(go [a-z]+)', requires: ['go '] }]);
     const text = `${filler}we go home now. ${filler}\ngo west`;
-    expect(createClassifier({ rules }).classify(text).triggers[0]?.match).toBe('go west');
+    expect(createClassifier({ rules, scorer: null }).classify(text).triggers[0]?.match).toBe('go west');
   });
 });

@@ -13,7 +13,7 @@ const isWellFormed = (text: string) => !/[\ud800-\udbff](?![\udc00-\udfff])|(?<!
 
 let classifier: Classifier;
 beforeAll(() => {
-  classifier = createClassifier();
+  classifier = createClassifier({ scorer: null });
 });
 
 describe('the prose used below is harmless on its own', () => {
@@ -74,7 +74,7 @@ describe('scan budget on huge messages', () => {
   });
 
   it('a custom budget is honoured, at both ends', () => {
-    const small = createClassifier({ scanBudget: 256 });
+    const small = createClassifier({ scanBudget: 256, scorer: null });
     const tail = small.classify(`${prose(10_000)} now deploy it`);
     expect(tail.mode).toBe('ACTION');
     expect(tail.scan).toMatchObject({ length: 10_000 + 14, truncated: true });
@@ -161,7 +161,7 @@ describe('scanWindow', () => {
 describe('emoji longer than the budget', () => {
   it('classifies without error, on the default and the smallest budget', () => {
     for (const budget of [DEFAULT_SCAN_BUDGET, 256, 257]) {
-      const c = budget === DEFAULT_SCAN_BUDGET ? classifier : createClassifier({ scanBudget: budget });
+      const c = budget === DEFAULT_SCAN_BUDGET ? classifier : createClassifier({ scanBudget: budget, scorer: null });
       for (const offset of [0, 1]) {
         const text = `${'x'.repeat(offset)}${'😀'.repeat(budget)}`;
         const decision = c.classify(text);

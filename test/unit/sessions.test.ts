@@ -69,15 +69,26 @@ describe('SessionTracker', () => {
     const store = slowStore();
     const tracker = new SessionTracker(SETTINGS, store);
     await tracker.decided('s', { task: 't', decisionId: 'd', stakes: 'none', debatable: true });
-    const results = await Promise.all(Array.from({ length: 20 }, () => tracker.report('s', { outcome: 'rejected' })));
+    const results = await Promise.all(Array.from({ length: 20 }, () => tracker.report('s', { decision: 'd', outcome: 'rejected' })));
     expect(results.every((result) => result.ok)).toBe(true);
     expect((await tracker.state('s'))?.tasks[0]?.rejections).toBe(20);
   });
 
   it('reports on a session it never saw are refused, not created', async () => {
     const tracker = new SessionTracker(SETTINGS, new MemorySessionStore({ maxSessions: 10, ttlMs: 1000 }));
-    expect(await tracker.report('nobody', { outcome: 'failure' })).toEqual({ ok: false, reason: 'unknown_session' });
+    expect(await tracker.report('nobody', { decision: 'd', outcome: 'failure' })).toEqual({ ok: false, reason: 'unknown_session' });
     expect(await tracker.state('nobody')).toBeUndefined();
+  });
+
+  it('a report must name one of the session\'s own recent decision ids, not a task key, not another session\'s', async () => {
+    const tracker = new SessionTracker(SETTINGS, new MemorySessionStore({ maxSessions: 10, ttlMs: 60_000 }));
+    await tracker.decided('s', { task: 't', decisionId: 'd-s', stakes: 'none', debatable: true });
+    await tracker.decided('other', { task: 't', decisionId: 'd-other', stakes: 'none', debatable: true });
+    for (const decision of ['t', 'd-other', 'd-unknown']) {
+      expect(await tracker.report('s', { decision, outcome: 'failure' })).toEqual({ ok: false, reason: 'unknown_task' });
+    }
+    expect((await tracker.state('s'))?.tasks[0]?.failures).toBe(0);
+    expect(await tracker.report('s', { decision: 'd-s', outcome: 'failure' })).toMatchObject({ ok: true, task: { key: 't', failures: 1 } });
   });
 
   it('a store failure rejects that call only; the next call works', async () => {

@@ -1,0 +1,148 @@
+import { readFile, writeFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
+import { compileRuleSet, contextFeatures, createClassifier, createScorer, defaultRuleSet, ENGINES, readContext, trainScorer, turnsOf, type Classifier, type ScorerData, type TrainingExample, type TrainOptions, type Turns } from '../src/index.js';
+import { digest, fnv1a } from '../src/scorer.js';
+import { readCorpus, sourceFiles, UsageError } from './corpus.js';
+
+/** The package's own folder: data/ and config/ are found from there, wherever the command runs. */
+export const PACKAGE_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+const TrainOptionsSchema = z
+  .object({ bits: z.number().int().min(8).max(24), iterations: z.number().int().positive(), rate: z.number().positive(), l2: z.number().nonnegative(), unsureShare: z.number().min(0).max(1), missCost: z.number().positive() })
+  .partial()
+  .strict();
+
+const ManifestSchema = z
+  .object({
+    /** Labelled files to train on: paths, or `folder/*.jsonl`. Lines with `text` train the scorer, lines with `messages` the context model. */
+    sources: z.array(z.string().min(1)).min(1),
+    /** The labelled corpora of the routing contract (test/corpus): always trained on, never in the development split, so their gates check that the models keep the contract. */
+    contract: z.array(z.string().min(1)),
+    /** Lines of `sources` whose text hashes into this percentage form the development split (calibration, threshold, band). */
+    devPercent: z.number().int().min(1).max(50),
+    options: TrainOptionsSchema,
+    /** The context model's own settings, over `options`. */
+    contextOptions: TrainOptionsSchema.optional(),
+  })
+  .strict();
+
+export interface TrainedModel {
+  readonly json: string;
+  readonly train: number;
+  readonly dev: number;
+  readonly devAccuracy: number;
+  readonly devUnsure: number;
+}
+
+/** Both models: the scorer (messages on their own) and the context model (conversations). */
+export interface TrainResult {
+  readonly scorer: TrainedModel;
+  readonly context: TrainedModel;
+}
+
+const isDev = (key: string, percent: number): boolean => fnv1a(key) % 100 < percent;
+
+function trained(train: readonly TrainingExample[], dev: readonly TrainingExample[], linesDigest: string, options: TrainOptions): { data: ScorerData; model: TrainedModel } {
+  const data = trainScorer(train, dev, linesDigest, options);
+  const scorer = createScorer(data);
+  let right = 0;
+  let unsure = 0;
+  for (const example of dev) {
+    const { score } = scorer.score(example.features);
+    if ((score >= scorer.threshold) === example.action) right += 1;
+    if (score > scorer.band[0] && score < scorer.band[1]) unsure += 1;
+  }
+  const model = { json: `${JSON.stringify(data, null, 2)}\n`, train: train.length, dev: dev.length, devAccuracy: dev.length ? right / dev.length : 0, devUnsure: dev.length ? unsure / dev.length : 0 };
+  return { data, model };
+}
+
+/**
+ * Trains from data/training.json's sources with the rules as the first stage: the scorer on lines with
+ * `text`, then the context model on lines with `messages`, whose features read the new scorer's decisions.
+ */
+export async function trainFromManifest(manifestFile: string, rules: unknown): Promise<TrainResult> {
+  let manifest: z.infer<typeof ManifestSchema>;
+  try {
+    manifest = ManifestSchema.parse(JSON.parse(await readFile(manifestFile, 'utf8')));
+  } catch (error) {
+    throw new UsageError(`cannot use the training manifest ${manifestFile}: ${(error as Error).message}`);
+  }
+  const seen = new Set<string>();
+  const texts: { text: string; action: boolean; contract: boolean }[] = [];
+  const conversations: { key: string; turns: Turns; action: boolean; contract: boolean }[] = [];
+  const read = async (sources: readonly string[], contract: boolean) => {
+    for (const file of await sourceFiles(PACKAGE_ROOT, sources)) {
+      for (const { entry, line } of await readCorpus(file)) {
+        const key = entry.text ?? JSON.stringify(entry.messages);
+        if (seen.has(key)) continue;
+        seen.add(key);
+        const action = entry.expected === 'ACTION';
+        if (entry.text !== undefined) texts.push({ text: entry.text, action, contract });
+        else {
+          const turns = turnsOf(entry.messages ?? []);
+          if (turns === null) throw new UsageError(`${file}:${line}: "messages" holds no user turn with text`);
+          conversations.push({ key, turns, action, contract });
+        }
+      }
+    }
+  };
+  await read(manifest.contract, true);
+  await read(manifest.sources, false);
+  const ruleSet = rules ?? defaultRuleSet;
+  const cues = compileRuleSet(ruleSet, ENGINES.re2js).context;
+  if (cues === null) throw new UsageError('the rule set has no "context" cues: the context model cannot be trained');
+
+  const rulesOnly: Classifier = createClassifier({ rules: ruleSet, scorer: null, context: null });
+  const split = <T extends { action: boolean; contract: boolean }>(items: readonly T[], key: (item: T) => string, features: (item: T) => string[]) => {
+    const train: TrainingExample[] = [];
+    const dev: TrainingExample[] = [];
+    for (const item of items) (!item.contract && isDev(key(item), manifest.devPercent) ? dev : train).push({ features: features(item), action: item.action });
+    return { train, dev };
+  };
+  const textSplit = split(texts, (item) => item.text, (item) => rulesOnly.features(item.text));
+  const textDigest = digest(texts.map((item) => `${item.action ? 1 : 0}${item.text}`).join('\n'));
+  const scorer = trained(textSplit.train, textSplit.dev, textDigest, manifest.options);
+
+  const withScorer = createClassifier({ rules: ruleSet, scorer: scorer.data, context: null });
+  const contextSplit = split(conversations, (item) => item.key, ({ turns }) =>
+    contextFeatures(turns, readContext(turns, cues, withScorer.classify), cues, withScorer.features(turns.latest)));
+  const contextDigest = digest(conversations.map((item) => `${item.action ? 1 : 0}${item.key}`).join('\n'));
+  const context = trained(contextSplit.train, contextSplit.dev, contextDigest, { ...manifest.options, ...manifest.contextOptions });
+  return { scorer: scorer.model, context: context.model };
+}
+
+const describe = (name: string, model: TrainedModel) =>
+  `${name}: ${model.train} examples; development split ${model.dev}: accuracy ${(model.devAccuracy * 100).toFixed(1)}%, unsure ${(model.devUnsure * 100).toFixed(1)}%`;
+
+/**
+ * `task-router train [--check]`: writes config/scorer.json and config/context.json, or checks that the
+ * shipped files are what the data gives, bit for bit.
+ */
+export async function trainCommand(values: { check?: boolean | undefined }, rules: unknown): Promise<number> {
+  const result = await trainFromManifest(`${PACKAGE_ROOT}data/training.json`, rules);
+  const outputs = [
+    { file: `${PACKAGE_ROOT}config/scorer.json`, model: result.scorer, name: 'scorer' },
+    { file: `${PACKAGE_ROOT}config/context.json`, model: result.context, name: 'context' },
+  ];
+  let differs = 0;
+  for (const { file, model, name } of outputs) {
+    if (!values.check) {
+      await writeFile(file, model.json);
+      process.stdout.write(`${file}: written (${describe(name, model)})\n`);
+      continue;
+    }
+    let current = '';
+    try {
+      current = await readFile(file, 'utf8');
+    } catch {
+      // A missing file differs from any training result.
+    }
+    if (current === model.json) process.stdout.write(`${file}: reproduced bit for bit (${describe(name, model)})\n`);
+    else {
+      differs += 1;
+      process.stdout.write(`${file}: differs from what the training data gives; run \`npm run train\` and commit the result\n`);
+    }
+  }
+  return differs > 0 ? 1 : 0;
+}

@@ -1,0 +1,222 @@
+/**
+ * The conversation as context: a latest turn that only makes sense with what came before ("yes
+ * please", "do the same for the others", "another one") takes the route of the turn it continues: the
+ * assistant's offer to act, if it made one, else the human request before it; declines, thanks and
+ * holds are ANSWER. A small trained model (the context weights, same format as the scorer's) weighs the
+ * latest turn on its own against the turns before it. Stateless: only the request's own messages are read.
+ */
+import { z } from 'zod';
+import type { Decision } from './decision.js';
+import { cleanText } from './normalize.js';
+import type { Scorer } from './scorer.js';
+
+/** The turns of a conversation that context reads. */
+export interface Turns {
+  /** The latest human turn. */
+  readonly latest: string;
+  /** The human turn before it, if any. */
+  readonly previous: string | null;
+  /** The last assistant turn before the latest human turn, if any. */
+  readonly assistant: string | null;
+}
+
+export const ContextCuesSchema = z
+  .object({
+    /** Most words a follow-up has; a longer turn stands on its own. */
+    maxWords: z.number().int().min(1).max(50),
+    /** Most characters, for scripts written without spaces. */
+    maxChars: z.number().int().min(1).max(500),
+    /** Openings of a turn that agrees or asks to go on ("yes", "go ahead", "do the same for"). */
+    follow: z.array(z.string().min(1)).min(1),
+    /** Openings of a decline, thanks or hold ("no thanks", "not yet", "never mind"): ANSWER. */
+    decline: z.array(z.string().min(1)).min(1),
+    /** Words that make an opening a decline only when little else follows ("no", "stop"). */
+    declineAlone: z.array(z.string().min(1)),
+    /** Phrases with which an assistant offers to act ("want me to", "shall i"); the words after one are the offer. */
+    offers: z.array(z.string().min(1)).min(1),
+  })
+  .strict();
+
+export type ContextCues = z.infer<typeof ContextCuesSchema>;
+
+const TRAILING = /[\s\p{P}\p{S}]+$/u;
+const SPACED_SCRIPT = /[\p{Script=Latin}\p{Script=Cyrillic}\p{Script=Greek}\p{Script=Hangul}\p{Script=Arabic}\p{Script=Devanagari}]/u;
+const OFFER_END = /[.?!\n。？！]/u;
+const WORD_CHAR = /[\p{L}\p{N}']/u;
+/** Characters at the end of an assistant turn searched for an offer. */
+const OFFER_TAIL = 1000;
+
+/** Whether `text` opens with `phrase` as whole words (any opening, for scripts without spaces). */
+function opensWith(text: string, phrase: string): boolean {
+  if (!text.startsWith(phrase)) return false;
+  if (text.length === phrase.length || !SPACED_SCRIPT.test(phrase.slice(-1))) return true;
+  return !WORD_CHAR.test(text.charAt(phrase.length));
+}
+
+const clean = (text: string): string => cleanText(text).replace(TRAILING, '');
+
+/**
+ * The assistant's last offer to act, as a request: "Want me to run the migration now?" → "run the
+ * migration now". Null when the turn offers nothing.
+ */
+export function offerIn(assistant: string, cues: ContextCues): string | null {
+  // An offer closes the turn: a long answer (code, a document) is read at its end only.
+  const text = cleanText(assistant.length > OFFER_TAIL ? assistant.slice(-OFFER_TAIL) : assistant);
+  let best = -1;
+  let found: string | null = null;
+  for (const phrase of cues.offers) {
+    const at = text.lastIndexOf(phrase);
+    if (at <= best) continue;
+    const spaced = SPACED_SCRIPT.test(phrase.charAt(0));
+    if (spaced && (WORD_CHAR.test(text.charAt(at - 1)) || WORD_CHAR.test(text.charAt(at + phrase.length)))) continue;
+    best = at;
+    const after = text.slice(at + phrase.length);
+    const end = after.search(OFFER_END);
+    found = (end === -1 ? after : after.slice(0, end)).trim();
+    if (found === '') {
+      // Japanese and Korean put the offer after the verb: 実行しましょうか. The clause before it is the offer.
+      const before = text.slice(0, at);
+      const start = Math.max(...['.', '?', '!', '\n', '。', '？', '！'].map((mark) => before.lastIndexOf(mark)));
+      found = before.slice(start + 1).trim();
+    }
+  }
+  return found !== null && found !== '' ? found : null;
+}
+
+/** How a latest turn relates to the conversation: a decline, a follow-up, or a turn that stands alone. */
+export function followUpKind(latest: string, cues: ContextCues): 'decline' | 'follow' | null {
+  const text = clean(latest);
+  const words = text.split(' ').filter(Boolean).length;
+  if (words > cues.maxWords || text.length > cues.maxChars) return null;
+  if (cues.decline.some((phrase) => opensWith(text, phrase))) return 'decline';
+  if (words <= 2 && cues.declineAlone.some((phrase) => opensWith(text, phrase))) return 'decline';
+  if (text === '' || cues.follow.some((phrase) => opensWith(text, phrase))) return 'follow';
+  return null;
+}
+
+const noDebate = (): Decision['debate'] => ({ verdict: 'NONE', stakes: 'none', reasons: [], bypass: null });
+
+/** What the conversation says about the latest turn: the standalone decisions context weighs. */
+export interface ContextReading {
+  readonly own: Decision;
+  readonly previous: Decision | null;
+  readonly offer: Decision | null;
+}
+
+/** Reads the turns: the latest on its own, the previous human turn, and the assistant's offer as a request. */
+export function readContext(turns: Turns, cues: ContextCues, classify: (text: string) => Decision): ContextReading {
+  const offer = turns.assistant === null ? null : offerIn(turns.assistant, cues);
+  return {
+    own: classify(turns.latest),
+    previous: turns.previous === null ? null : classify(turns.previous),
+    offer: offer === null ? null : classify(offer),
+  };
+}
+
+const tenth = (score: number): number => Math.min(9, Math.floor(score * 10));
+
+/**
+ * The context model's features: the standalone decisions (the latest turn's score, the previous turn's
+ * and the offer's routes), the shape of the latest turn and of the assistant's turn, and the latest
+ * turn's opening words crossed with the route of the turn it would continue ("yes" after an offer to
+ * act, "make it shorter" after a poem).
+ */
+export function contextFeatures(turns: Turns, reading: ContextReading, cues: ContextCues, latestFeatures: readonly string[]): string[] {
+  const { own, previous, offer } = reading;
+  const continued = offer?.mode ?? previous?.mode ?? 'none';
+  const words = clean(turns.latest).split(' ').filter(Boolean).length;
+  const features = [
+    `own:${tenth(own.score)}`,
+    `own-step:${own.step}`,
+    `previous:${previous?.mode ?? 'none'}`,
+    `offer:${offer?.mode ?? 'none'}`,
+    `continued:${continued}`,
+    `cue:${followUpKind(turns.latest, cues) ?? 'none'}|${continued}`,
+    `words:${words <= 2 ? words : words <= 5 ? '3-5' : words <= 12 ? '6-12' : 'more'}|${continued}`,
+  ];
+  if (turns.assistant !== null) {
+    const assistant = turns.assistant.trim();
+    if (assistant.endsWith('?')) features.push('assistant:asks');
+    if (assistant.includes('```') || assistant.split('\n').length > 3) features.push('assistant:content');
+  }
+  for (const feature of latestFeatures) {
+    if (feature.startsWith('f1:') || feature.startsWith('f2:') || feature.startsWith('w:') || feature.startsWith('k:')) {
+      features.push(`t:${feature}`, `t:${feature}|${continued}`);
+    }
+  }
+  return features;
+}
+
+/**
+ * Routes the latest turn in the light of the conversation with the context model. With no earlier
+ * turn, or on the trivial fast path, the latest turn routes on its own. For a follow-up, or where the
+ * context model and the turn on its own disagree, the step is `context` and `followed` names the turn
+ * it followed: the assistant's offer, the previous human turn, or `decline` for an ANSWER that turns
+ * down what came before.
+ */
+export function classifyInContext(turns: Turns, cues: ContextCues, model: Scorer, classify: (text: string) => Decision, featuresOf: (text: string) => string[]): Decision {
+  if (turns.previous === null && turns.assistant === null) return classify(turns.latest);
+  const reading = readContext(turns, cues, classify);
+  const { own, previous, offer } = reading;
+  if (own.trivial) return own;
+  const { score, top } = model.score(contextFeatures(turns, reading, cues, featuresOf(turns.latest)));
+  const mode = score >= model.threshold ? 'ACTION' : 'ANSWER';
+  const scored = { score, unsure: score > model.band[0] && score < model.band[1], scorer: model.id, features: [...top] };
+  const kind = followUpKind(turns.latest, cues);
+  // A turn that stands on its own and agrees with context keeps its own step.
+  if (mode === own.mode && kind === null) return { ...own, ...scored };
+  const source = offer ?? previous;
+  const followed = kind === 'decline' || (mode === 'ANSWER' && source?.mode === 'ACTION') ? 'decline' : offer ? 'offer' : 'previous';
+  if (mode === 'ANSWER') return { ...own, ...scored, mode, trivial: false, confidence: 'NONE', step: 'context', debate: noDebate(), followed };
+  return {
+    ...own,
+    ...scored,
+    mode,
+    confidence: own.confidence === 'NONE' ? (source?.mode === 'ACTION' ? source.confidence : 'WEAK') : own.confidence,
+    step: 'context',
+    debate: source?.mode === 'ACTION' ? source.debate : own.debate,
+    followed,
+  };
+}
+
+type Message = { readonly role?: unknown; readonly content?: unknown };
+
+/** Characters of one turn collected: the classifier reads a bounded window, so more is never needed. */
+export const TURN_TEXT_LIMIT = 64 * 1024;
+
+/** The text of a message's content (a string, or parts with `text`), at most TURN_TEXT_LIMIT characters; null when there is none. */
+function textOf(content: unknown): string | null {
+  if (typeof content === 'string') return content.trim() === '' ? null : content.slice(0, TURN_TEXT_LIMIT);
+  if (!Array.isArray(content)) return null;
+  let text = '';
+  for (const part of content) {
+    const value: unknown = typeof part === 'object' && part !== null ? (part as { text?: unknown }).text : undefined;
+    if (typeof value !== 'string') continue;
+    text = text === '' ? value : `${text}\n${value}`;
+    if (text.length >= TURN_TEXT_LIMIT) return text.slice(0, TURN_TEXT_LIMIT);
+  }
+  return text.trim() === '' ? null : text;
+}
+
+/**
+ * The turns context reads from a list of chat messages (`role` user or assistant, `content` a string or
+ * text parts): user turns without text (tool results) and every other role are skipped. Null when no
+ * user turn has text.
+ */
+export function turnsOf(messages: readonly Message[]): Turns | null {
+  let latest: string | null = null;
+  let previous: string | null = null;
+  let assistant: string | null = null;
+  for (let index = messages.length - 1; index >= 0 && previous === null; index -= 1) {
+    const message = messages[index];
+    if (message?.role === 'user') {
+      const text = textOf(message.content);
+      if (text === null) continue;
+      if (latest === null) latest = text;
+      else previous = text;
+    } else if (message?.role === 'assistant' && latest !== null && assistant === null) {
+      assistant = textOf(message.content);
+    }
+  }
+  return latest === null ? null : { latest, previous, assistant };
+}

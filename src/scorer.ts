@@ -1,0 +1,120 @@
+/**
+ * The second stage: a logistic model over hashed features (see features.ts) that gives the calibrated
+ * probability that a message needs ACTION. Its weights are data (config/scorer.json), made by
+ * `task-router train` and validated here at load.
+ */
+import { z } from 'zod';
+
+export const SCORER_VERSION = 1;
+
+export const ScorerDataSchema = z
+  .object({
+    version: z.literal(SCORER_VERSION),
+    /** Content digest of everything below: recomputed at load, so an edited or damaged file is refused. */
+    id: z.string().regex(/^[0-9a-f]{16}$/),
+    /** log2 of the weight table's size. */
+    bits: z.number().int().min(8).max(24),
+    bias: z.number().finite(),
+    /** Weights are stored as 16-bit integers: weight = stored / scale. */
+    scale: z.number().positive().finite(),
+    /** Little-endian Int16 weights, base64. */
+    weights: z.string(),
+    /** Platt calibration of the raw margin: p = σ(a·margin + b). */
+    calibration: z.object({ a: z.number().finite(), b: z.number().finite() }).strict(),
+    /** Forced choice: ACTION at or above this probability. */
+    threshold: z.number().min(0).max(1),
+    /** Probabilities strictly inside this band are unsure. */
+    band: z.tuple([z.number().min(0).max(1), z.number().min(0).max(1)]).refine(([low, high]) => low <= high, 'band is [low, high] with low ≤ high'),
+    /** What it was trained on: line count and a digest of the training lines. */
+    trainedOn: z.object({ lines: z.number().int().nonnegative(), digest: z.string() }).strict(),
+  })
+  .strict();
+
+export type ScorerData = z.infer<typeof ScorerDataSchema>;
+
+export class ScorerError extends Error {}
+
+/** One feature's pull on the score: positive towards ACTION. */
+export interface FeatureWeight {
+  readonly feature: string;
+  readonly weight: number;
+}
+
+export interface Score {
+  /** Calibrated probability of ACTION, 0..1. */
+  readonly score: number;
+  /** The features that moved the score most, strongest first. */
+  readonly top: readonly FeatureWeight[];
+}
+
+export interface Scorer {
+  readonly id: string;
+  readonly threshold: number;
+  readonly band: readonly [number, number];
+  score(features: readonly string[]): Score;
+}
+
+/** FNV-1a over UTF-16 code units, with a seed so two independent digests can be made. */
+export function fnv1a(text: string, seed = 0x811c9dc5): number {
+  let hash = seed >>> 0;
+  for (let index = 0; index < text.length; index += 1) {
+    hash ^= text.charCodeAt(index);
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return hash;
+}
+
+/** A 64-bit content digest as 16 hex digits (two FNV-1a runs): an identifier, not a security measure. */
+export function digest(text: string): string {
+  return fnv1a(text).toString(16).padStart(8, '0') + fnv1a(text, 0x9e3779b9).toString(16).padStart(8, '0');
+}
+
+/** The slot of a feature in a table of 2^bits weights. */
+export function slotOf(feature: string, bits: number): number {
+  return fnv1a(feature) & ((1 << bits) - 1);
+}
+
+/** The digest the `id` field must hold: every field but `id`, in a fixed order. */
+export function scorerDigest(data: Omit<ScorerData, 'id'>): string {
+  const { version, bits, bias, scale, weights, calibration, threshold, band, trainedOn } = data;
+  return digest(JSON.stringify([version, bits, bias, scale, weights, calibration, threshold, band, trainedOn]));
+}
+
+export const sigmoid = (x: number): number => 1 / (1 + Math.exp(-x));
+
+/** How many features an explanation lists. */
+const TOP_FEATURES = 5;
+
+/** Validates scorer data (the shape of config/scorer.json) and returns a scorer. Throws ScorerError saying what is wrong. */
+export function createScorer(input: unknown): Scorer {
+  const parsed = ScorerDataSchema.safeParse(input);
+  if (!parsed.success) {
+    throw new ScorerError(`invalid scorer weights: ${parsed.error.issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`).join('; ')}`);
+  }
+  const data = parsed.data;
+  const { id, ...rest } = data;
+  if (scorerDigest(rest) !== id) throw new ScorerError(`scorer weights do not match their id ${id}: the file was edited or damaged; rebuild it with \`task-router train\``);
+  const bytes = Buffer.from(data.weights, 'base64');
+  if (bytes.length !== 2 << data.bits) throw new ScorerError(`scorer weights hold ${bytes.length} bytes, ${2 << data.bits} expected for bits ${data.bits}`);
+  const table = new Float64Array(1 << data.bits);
+  for (let slot = 0; slot < table.length; slot += 1) table[slot] = bytes.readInt16LE(slot * 2) / data.scale;
+  const { a, b } = data.calibration;
+
+  return {
+    id,
+    threshold: data.threshold,
+    band: data.band,
+    score(features) {
+      let margin = data.bias;
+      const pulls: FeatureWeight[] = [];
+      for (const feature of features) {
+        const weight = table[slotOf(feature, data.bits)] ?? 0;
+        if (weight === 0) continue;
+        margin += weight;
+        pulls.push({ feature, weight });
+      }
+      pulls.sort((x, y) => Math.abs(y.weight) - Math.abs(x.weight));
+      return { score: sigmoid(a * margin + b), top: pulls.slice(0, TOP_FEATURES) };
+    },
+  };
+}

@@ -1,0 +1,183 @@
+/**
+ * Trains the scorer: L2-regularised logistic regression over hashed features, full batch, with fixed
+ * hyper-parameters, so the same examples in the same order give the same weights, bit for bit. Then
+ * calibrates on a development split and picks the threshold and the unsure band there.
+ */
+import { digest, scorerDigest, sigmoid, slotOf, SCORER_VERSION, type ScorerData } from './scorer.js';
+
+export interface TrainingExample {
+  readonly features: readonly string[];
+  readonly action: boolean;
+}
+
+export interface TrainOptions {
+  /** log2 of the weight table's size. Default 18. */
+  readonly bits?: number;
+  /** Full-batch Adam steps. Default 300. */
+  readonly iterations?: number;
+  /** Adam step size. Default 0.05. */
+  readonly rate?: number;
+  /** L2 penalty: the mean log loss plus l2/2 · |w|². Default 1e-3. */
+  readonly l2?: number;
+  /** Share of development examples the band may hold as unsure. Default 0.08. */
+  readonly unsureShare?: number;
+  /** Weight of a missed ACTION against a needless one when picking the threshold. Default 2. */
+  readonly missCost?: number;
+}
+
+interface Row {
+  readonly slots: Uint32Array;
+  readonly y: number;
+}
+
+const rowsOf = (examples: readonly TrainingExample[], bits: number): Row[] =>
+  examples.map(({ features, action }) => ({ slots: Uint32Array.from(new Set(features.map((feature) => slotOf(feature, bits)))), y: action ? 1 : 0 }));
+
+function margin(row: Row, weights: Float64Array, bias: number): number {
+  let sum = bias;
+  for (const slot of row.slots) sum += weights[slot] ?? 0;
+  return sum;
+}
+
+/**
+ * L2-regularised logistic regression by full-batch Adam: every step sees every example in the same
+ * order, so the result does not depend on any shuffle, and rare features are pulled to zero by the
+ * penalty instead of keeping whatever the last examples gave them. The two classes weigh the same.
+ */
+function fit(rows: readonly Row[], size: number, settings: { iterations: number; rate: number; l2: number }): { weights: Float64Array; bias: number } {
+  const weights = new Float64Array(size);
+  const gradient = new Float64Array(size);
+  const first = new Float64Array(size);
+  const second = new Float64Array(size);
+  const used = Uint32Array.from(new Set(rows.flatMap((row) => [...row.slots]))).sort();
+  const positives = rows.filter((row) => row.y === 1).length;
+  const classWeight = [rows.length / (2 * Math.max(1, rows.length - positives)), rows.length / (2 * Math.max(1, positives))];
+  let bias = 0;
+  let biasFirst = 0;
+  let biasSecond = 0;
+  const [beta1, beta2] = [0.9, 0.999];
+  for (let step = 1; step <= settings.iterations; step += 1) {
+    for (const slot of used) gradient[slot] = settings.l2 * (weights[slot] ?? 0);
+    let biasGradient = 0;
+    for (const row of rows) {
+      const error = ((sigmoid(margin(row, weights, bias)) - row.y) * (classWeight[row.y] ?? 1)) / rows.length;
+      for (const slot of row.slots) gradient[slot] = (gradient[slot] ?? 0) + error;
+      biasGradient += error;
+    }
+    const correction1 = 1 - beta1 ** step;
+    const correction2 = 1 - beta2 ** step;
+    for (const slot of used) {
+      const g = gradient[slot] ?? 0;
+      first[slot] = beta1 * (first[slot] ?? 0) + (1 - beta1) * g;
+      second[slot] = beta2 * (second[slot] ?? 0) + (1 - beta2) * g * g;
+      weights[slot] = (weights[slot] ?? 0) - (settings.rate * ((first[slot] ?? 0) / correction1)) / (Math.sqrt((second[slot] ?? 0) / correction2) + 1e-8);
+    }
+    biasFirst = beta1 * biasFirst + (1 - beta1) * biasGradient;
+    biasSecond = beta2 * biasSecond + (1 - beta2) * biasGradient * biasGradient;
+    bias -= (settings.rate * (biasFirst / correction1)) / (Math.sqrt(biasSecond / correction2) + 1e-8);
+  }
+  return { weights, bias };
+}
+
+/** Platt scaling: the a, b that minimise log loss of σ(a·m + b) on the development margins (Newton steps). */
+function calibrate(margins: readonly number[], labels: readonly number[]): { a: number; b: number } {
+  let a = 1;
+  let b = 0;
+  for (let step = 0; step < 50; step += 1) {
+    let ga = 0;
+    let gb = 0;
+    let haa = 1e-9;
+    let hab = 0;
+    let hbb = 1e-9;
+    margins.forEach((m, index) => {
+      const p = sigmoid(a * m + b);
+      const d = p - (labels[index] ?? 0);
+      const w = p * (1 - p);
+      ga += d * m;
+      gb += d;
+      haa += w * m * m;
+      hab += w * m;
+      hbb += w;
+    });
+    const det = haa * hbb - hab * hab;
+    if (det <= 0) break;
+    a -= (hbb * ga - hab * gb) / det;
+    b -= (haa * gb - hab * ga) / det;
+  }
+  return { a, b };
+}
+
+const round = (value: number, places: number): number => Number(value.toFixed(places));
+
+/**
+ * The forced-choice threshold with the lowest cost on the development split (a missed ACTION costs
+ * `missCost`, a needless one 1), and the narrowest band around it that holds `unsureShare` of it.
+ */
+function thresholdAndBand(scores: readonly number[], labels: readonly number[], missCost: number, unsureShare: number): { threshold: number; band: [number, number] } {
+  let threshold = 0.5;
+  let best = Number.POSITIVE_INFINITY;
+  for (let candidate = 0.2; candidate <= 0.8001; candidate += 0.01) {
+    let cost = 0;
+    scores.forEach((score, index) => {
+      if (labels[index] === 1 && score < candidate) cost += missCost;
+      if (labels[index] === 0 && score >= candidate) cost += 1;
+    });
+    if (cost < best) {
+      best = cost;
+      threshold = round(candidate, 2);
+    }
+  }
+  let width = 0;
+  for (; width < 0.5; width += 0.005) {
+    const unsure = scores.filter((score) => score > threshold - width && score < threshold + width).length;
+    if (unsure > unsureShare * scores.length) break;
+  }
+  const half = Math.max(0, width - 0.005);
+  return { threshold, band: [round(Math.max(0, threshold - half), 3), round(Math.min(1, threshold + half), 3)] };
+}
+
+/**
+ * Trains on `train`, calibrates and places the threshold and band on `dev`. `linesDigest` identifies the
+ * training lines in the output.
+ */
+export function trainScorer(train: readonly TrainingExample[], dev: readonly TrainingExample[], linesDigest: string, options: TrainOptions = {}): ScorerData {
+  const bits = options.bits ?? 18;
+  const iterations = options.iterations ?? 300;
+  const rate = options.rate ?? 0.05;
+  const l2 = options.l2 ?? 1e-3;
+  const rows = rowsOf(train, bits);
+  const { weights, bias } = fit(rows, 1 << bits, { iterations, rate, l2 });
+
+  // Stored as 16-bit integers: the largest weight maps to 32767.
+  let largest = 1e-9;
+  for (const weight of weights) largest = Math.max(largest, Math.abs(weight));
+  const scale = round(32767 / largest, 4);
+  const bytes = Buffer.alloc(2 << bits);
+  weights.forEach((weight, slot) => bytes.writeInt16LE(Math.max(-32767, Math.min(32767, Math.round(weight * scale))), slot * 2));
+  const stored = new Float64Array(1 << bits);
+  for (let slot = 0; slot < stored.length; slot += 1) stored[slot] = bytes.readInt16LE(slot * 2) / scale;
+  const roundedBias = round(bias, 6);
+
+  const devRows = rowsOf(dev, bits);
+  const labels = devRows.map((row) => row.y);
+  const margins = devRows.map((row) => margin(row, stored, roundedBias));
+  const calibration = (({ a, b }) => ({ a: round(a, 6), b: round(b, 6) }))(calibrate(margins, labels));
+  const scores = margins.map((m) => sigmoid(calibration.a * m + calibration.b));
+  const { threshold, band } = thresholdAndBand(scores, labels, options.missCost ?? 2, options.unsureShare ?? 0.08);
+
+  const data: Omit<ScorerData, 'id'> = {
+    version: SCORER_VERSION,
+    bits,
+    bias: roundedBias,
+    scale,
+    weights: bytes.toString('base64'),
+    calibration,
+    threshold,
+    band,
+    trainedOn: { lines: train.length, digest: linesDigest },
+  };
+  const { version, ...rest } = data;
+  return { version, id: scorerDigest(data), ...rest };
+}
+
+export { digest };

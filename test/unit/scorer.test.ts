@@ -1,0 +1,116 @@
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { createClassifier, createScorer, DecisionSchema, defaultScorer, offerIn, trainScorer, turnsOf, defaultRuleSet, compileRuleSet, ENGINES, type ScorerData } from '../../src/index.js';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const classifier = createClassifier();
+const shipped = defaultScorer as ScorerData;
+
+describe('scorer weights are validated at load', () => {
+  it('the shipped weights load, and every decision carries their id, a score and the strongest features', () => {
+    expect(classifier.scorerId).toBe(shipped.id);
+    const decision = classifier.classify('refactor the payment module and run the tests');
+    expect(DecisionSchema.parse(decision)).toEqual(decision);
+    expect(decision.scorer).toBe(shipped.id);
+    expect(decision.score).toBeGreaterThanOrEqual(0);
+    expect(decision.score).toBeLessThanOrEqual(1);
+    expect(decision.features.length).toBeGreaterThan(0);
+    expect(decision.features.length).toBeLessThanOrEqual(5);
+    const pulls = decision.features.map((feature) => Math.abs(feature.weight));
+    expect(pulls).toEqual([...pulls].sort((a, b) => b - a));
+  });
+
+  it('an edited weight table is refused: its id no longer matches', () => {
+    const bytes = Buffer.from(shipped.weights, 'base64');
+    bytes[10] = (bytes[10] ?? 0) ^ 1;
+    expect(() => createScorer({ ...shipped, weights: bytes.toString('base64') })).toThrow(/do not match their id .*task-router train/);
+  });
+
+  it.each([
+    [{ bits: 40 }, /bits/],
+    [{ threshold: 2 }, /threshold/],
+    [{ band: [0.7, 0.3] }, /band/],
+    [{ version: 9 }, /version/],
+    [{ extra: true }, /extra|unrecognized/i],
+  ])('invalid data %j is refused, naming the field', (change, message) => {
+    expect(() => createScorer({ ...shipped, ...change })).toThrow(message);
+  });
+
+  it('scorer: null leaves the rules alone deciding', () => {
+    const rulesOnly = createClassifier({ scorer: null });
+    const decision = rulesOnly.classify('what is a monad?');
+    expect(rulesOnly.scorerId).toBeNull();
+    expect(decision).toMatchObject({ scorer: null, unsure: false, score: 0, features: [], step: 'question' });
+  });
+
+  it('the trivial fast path is never overturned', () => {
+    for (const text of ['pwd', 'whoami', 'date', 'echo hello']) expect(classifier.classify(text)).toMatchObject({ trivial: true, step: 'fast_path', mode: 'ACTION' });
+  });
+});
+
+describe('training is deterministic', () => {
+  const examples = [
+    { features: ['w:fix', 'w:the', 'w:tests'], action: true },
+    { features: ['w:what', 'w:is', 'w:a', 'w:mutex'], action: false },
+    { features: ['w:deploy', 'w:it'], action: true },
+    { features: ['w:write', 'w:a', 'w:poem'], action: false },
+  ];
+
+  it('the same examples give the same weights, bit for bit', () => {
+    const a = trainScorer(examples, examples, 'd', { bits: 10, iterations: 50 });
+    const b = trainScorer(examples, examples, 'd', { bits: 10, iterations: 50 });
+    expect(JSON.stringify(a)).toBe(JSON.stringify(b));
+    const scorer = createScorer(a);
+    expect(scorer.score(['w:fix', 'w:tests']).score).toBeGreaterThan(0.5);
+    expect(scorer.score(['w:poem']).score).toBeLessThan(0.5);
+  });
+
+  it('`task-router train --check` rebuilds the shipped scorer and context weights bit for bit', () => {
+    const run = spawnSync(process.execPath, [join(root, 'dist', 'cli', 'main.js'), 'train', '--check'], { cwd: root, encoding: 'utf8', timeout: 300_000 });
+    expect(run.stdout).toMatch(/scorer\.json: reproduced bit for bit/);
+    expect(run.stdout).toMatch(/context\.json: reproduced bit for bit/);
+    expect(run.status).toBe(0);
+    expect(JSON.parse(readFileSync(join(root, 'config', 'scorer.json'), 'utf8')).id).toBe(shipped.id);
+  });
+});
+
+describe('the conversation as context', () => {
+  const cues = compileRuleSet(defaultRuleSet, ENGINES.re2js).context;
+  if (cues === null) throw new Error('the shipped rules carry context cues');
+
+  it.each([
+    ['Tests pass on staging. Want me to run the migration now?', 'run the migration now'],
+    ["I found the leak. Shall I apply the fix? It's two lines.", 'apply the fix'],
+    ['Done! Would you like me to explain how it works?', 'explain how it works'],
+    ['30日より前のスナップショットが14個あります。削除しましょうか？', '削除'],
+    ["I can't find that file anywhere.", null],
+    ['Here is the poem you asked for.', null],
+  ])('the offer in %j is %j', (assistant, offer) => {
+    expect(offerIn(assistant, cues)).toBe(offer);
+  });
+
+  it('turnsOf reads the latest human turn, the one before it and the assistant turn between, skipping tool results', () => {
+    expect(turnsOf([
+      { role: 'user', content: 'clean up the old branches' },
+      { role: 'assistant', content: 'There are 14. Delete them all?' },
+      { role: 'user', content: [{ type: 'text', text: 'yes' }] },
+      { role: 'tool', content: 'deleted 14 branches' },
+      { role: 'user', content: [{ type: 'tool_result', content: 'ok' }] },
+    ])).toEqual({ latest: 'yes', previous: 'clean up the old branches', assistant: 'There are 14. Delete them all?' });
+    expect(turnsOf([{ role: 'user', content: 'hi' }])).toEqual({ latest: 'hi', previous: null, assistant: null });
+    expect(turnsOf([{ role: 'assistant', content: 'hello' }])).toBeNull();
+  });
+
+  it('a follow-up takes its route from the conversation, and says which turn it followed', () => {
+    const decision = classifier.classifyTurns({ latest: 'yes please', previous: 'the staging db is full again', assistant: 'It is at 97%. Want me to delete the old snapshots?' });
+    expect(decision).toMatchObject({ mode: 'ACTION', step: 'context', followed: 'offer' });
+    expect(DecisionSchema.parse(decision)).toEqual(decision);
+  });
+
+  it('a turn with no history routes on its own', () => {
+    expect(classifier.classifyTurns({ latest: 'what is a monad?', previous: null, assistant: null })).toEqual(classifier.classify('what is a monad?'));
+  });
+});
