@@ -426,6 +426,9 @@ function runJob(engine: EngineName, phase: Phase, capMs: number): JobOut {
   if (phase === 'memory') return { ...out, memory: memoryPhase(classifier, typical, MEMORY_TARGET_CALLS, capMs) };
 
   const typicalOut = runCase(`typical chat (${typical.length} msgs)`, '≤200', classify, typical, PLANS.typical);
+  // The scorer's share of the time: the same messages through the rules alone.
+  const rulesOnly = createClassifier({ engine, scorer: null, context: null });
+  out.big.push(runCase('  the same, rules alone', '≤200', (text) => rulesOnly.classify(text), typical, PLANS.typical));
   const kb10Docs = Array.from({ length: 16 }, (_, index) => chatDocument(KB10, corpus, 100 + index));
   out.big.push(runCase(`10 KB chat pastes (${kb10Docs.length} docs)`, int(KB10), classify, kb10Docs, PLANS.kb10));
   const mb1Docs = Array.from({ length: 3 }, (_, index) => chatDocument(MB, corpus, 200 + index));

@@ -1,12 +1,11 @@
 import { readFile, writeFile } from 'node:fs/promises';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { z } from 'zod';
 import { compileRuleSet, contextFeatures, createClassifier, createScorer, defaultRuleSet, ENGINES, readContext, trainScorer, turnsOf, type Classifier, type ScorerData, type TrainingExample, type TrainOptions, type Turns } from '../src/index.js';
 import { digest, fnv1a } from '../src/scorer.js';
+import { packageRoot } from '../middleware/files.js';
 import { readCorpus, sourceFiles, UsageError } from './corpus.js';
 
-/** The package's own folder: data/ and config/ are found from there, wherever the command runs. */
-export const PACKAGE_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 const TrainOptionsSchema = z
   .object({ bits: z.number().int().min(8).max(24), iterations: z.number().int().positive(), rate: z.number().positive(), l2: z.number().nonnegative(), unsureShare: z.number().min(0).max(1), missCost: z.number().positive() })
@@ -72,7 +71,7 @@ export async function trainFromManifest(manifestFile: string, rules: unknown): P
   const texts: { text: string; action: boolean; contract: boolean }[] = [];
   const conversations: { key: string; turns: Turns; action: boolean; contract: boolean }[] = [];
   const read = async (sources: readonly string[], contract: boolean) => {
-    for (const file of await sourceFiles(PACKAGE_ROOT, sources)) {
+    for (const file of await sourceFiles(packageRoot(), sources)) {
       for (const { entry, line } of await readCorpus(file)) {
         const key = entry.text ?? JSON.stringify(entry.messages);
         if (seen.has(key)) continue;
@@ -120,10 +119,10 @@ const describe = (name: string, model: TrainedModel) =>
  * shipped files are what the data gives, bit for bit.
  */
 export async function trainCommand(values: { check?: boolean | undefined }, rules: unknown): Promise<number> {
-  const result = await trainFromManifest(`${PACKAGE_ROOT}data/training.json`, rules);
+  const result = await trainFromManifest(join(packageRoot(), 'data', 'training.json'), rules);
   const outputs = [
-    { file: `${PACKAGE_ROOT}config/scorer.json`, model: result.scorer, name: 'scorer' },
-    { file: `${PACKAGE_ROOT}config/context.json`, model: result.context, name: 'context' },
+    { file: join(packageRoot(), 'config', 'scorer.json'), model: result.scorer, name: 'scorer' },
+    { file: join(packageRoot(), 'config', 'context.json'), model: result.context, name: 'context' },
   ];
   let differs = 0;
   for (const { file, model, name } of outputs) {

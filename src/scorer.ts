@@ -106,15 +106,20 @@ export function createScorer(input: unknown): Scorer {
     band: data.band,
     score(features) {
       let margin = data.bias;
-      const pulls: FeatureWeight[] = [];
+      // The strongest pulls, kept sorted by size as they come: a handful of comparisons per feature, no sort.
+      const top: FeatureWeight[] = [];
       for (const feature of features) {
         const weight = table[slotOf(feature, data.bits)] ?? 0;
         if (weight === 0) continue;
         margin += weight;
-        pulls.push({ feature, weight });
+        const size = Math.abs(weight);
+        if (top.length === TOP_FEATURES && size <= Math.abs(top[TOP_FEATURES - 1]?.weight ?? 0)) continue;
+        let at = top.length;
+        while (at > 0 && size > Math.abs(top[at - 1]?.weight ?? 0)) at -= 1;
+        top.splice(at, 0, { feature, weight });
+        if (top.length > TOP_FEATURES) top.pop();
       }
-      pulls.sort((x, y) => Math.abs(y.weight) - Math.abs(x.weight));
-      return { score: sigmoid(a * margin + b), top: pulls.slice(0, TOP_FEATURES) };
+      return { score: sigmoid(a * margin + b), top };
     },
   };
 }

@@ -3,7 +3,7 @@
  * hyper-parameters, so the same examples in the same order give the same weights, bit for bit. Then
  * calibrates on a development split and picks the threshold and the unsure band there.
  */
-import { digest, scorerDigest, sigmoid, slotOf, SCORER_VERSION, type ScorerData } from './scorer.js';
+import { scorerDigest, sigmoid, slotOf, SCORER_VERSION, type ScorerData } from './scorer.js';
 
 export interface TrainingExample {
   readonly features: readonly string[];
@@ -180,4 +180,3 @@ export function trainScorer(train: readonly TrainingExample[], dev: readonly Tra
   return { version, id: scorerDigest(data), ...rest };
 }
 
-export { digest };
