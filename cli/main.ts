@@ -1,5 +1,7 @@
 #!/usr/bin/env node
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { z } from 'zod';
 import { parseArgs } from 'node:util';
 import { createClassifier, evaluate, turnsOf, type Classifier, type EngineName, type Turns } from '../src/index.js';
 import { explainDecision, formatReport } from './format.js';
@@ -7,7 +9,8 @@ import { pino } from 'pino';
 import { startGateway } from '../middleware/gateway.js';
 import { buildSnapshot } from '../middleware/snapshot.js';
 import { loadConfig } from '../middleware/config.js';
-import { readDataFile } from '../middleware/files.js';
+import { packageRoot, readDataFile } from '../middleware/files.js';
+import { initialConfig } from './init.js';
 import { readStdin } from './read.js';
 import { readCorpus, UsageError } from './corpus.js';
 import { trainCommand } from './train.js';
@@ -16,17 +19,59 @@ const USAGE = `usage:
   task-router classify "text" [--json]      explain how one message routes
   task-router classify --jsonl < lines      one decision per input line ({"id", "text"}, {"id", "messages"} or plain text)
   task-router eval FILE.jsonl [--json]      score a labelled corpus against the quality gates
-  task-router check [--config FILE]         validate the configuration, rule set, scorer and prompts
+  task-router check [--config FILE]         validate the configuration, rule set, scorer, prompts and wrapper list
   task-router train [--check]               rebuild the scorer and context weights from data/ (--check: compare with the shipped ones)
   task-router serve [--config FILE]         run the gateway (npm start)
+  task-router init [FILE]                   write a commented configuration to FILE (default task-router.yaml)
+  task-router COMMAND --help                that command's own help
+  task-router --version                     print the version
 options:
   --config FILE       gateway configuration (YAML or JSON); default: $TASK_ROUTER_CONFIG or config/default.yaml
+  --port N            serve: listen on port N (wins over PORT and the file)
+  --upstream URL      serve: the upstream LLM API's base URL (wins over UPSTREAM_URL and the file)
   --rules FILE        rule set (JSON or YAML); default: the shipped config/rules.json
   --engine NAME       regex engine: re2js (default) or re2-wasm
   --rules-only        classify and eval with the rules alone: no scorer, no context model
   --report-only       eval prints the report and exits 0 whatever the gates say (held-out sets)
+  --force             init: overwrite FILE if it exists
+ENVIRONMENT (read by serve and check; each wins over the configuration file at start):
+  TASK_ROUTER_CONFIG  the configuration file, when --config is not given
+  HOST                address to listen on (server.host; default 127.0.0.1)
+  PORT                port to listen on (server.port; default 8080)
+  UPSTREAM_URL        the upstream LLM API's base URL, without /v1 (upstream.url; unset: the built-in echo upstream)
+  ENABLE_HARD_ROUTING true or false (routing.hard); false sends the soft-router prompt, the classifier runs in shadow
+  LOG_DIR             folder for decisions/ and memory/ logs (logging.dir; default ./logs)
+  ADMIN_TOKEN         turns the admin API on (/admin/*, /router/sessions) and is its bearer token
+  METRICS_TOKEN       bearer token /metrics requires when set
+  TIEBREAK_API_KEY    the tie-breaker's API key (the variable routing.tiebreak.apiKeyEnv names; this is its default)
 exit status: 0 ok, 1 a quality gate failed or a --jsonl line was invalid, 2 bad usage or input`;
 
+/** Each command's own help: what it does, its arguments and the options that apply to it. */
+const COMMAND_HELP: Readonly<Record<string, string>> = {
+  classify: `usage: task-router classify "text" [--json] [--rules FILE] [--engine NAME] [--rules-only]
+       task-router classify --jsonl [--rules FILE] [--engine NAME] [--rules-only] < lines
+Explains how one message routes: mode, step, confidence, triggers, score and the features that moved it.
+--jsonl reads one message per line (plain text, {"id", "text"} or {"id", "messages"}) and prints one JSON
+decision per line; an invalid line prints {"line", "error"} and makes the exit status 1.`,
+  eval: `usage: task-router eval FILE.jsonl [--json] [--rules FILE] [--engine NAME] [--rules-only] [--report-only]
+Scores a labelled corpus ({"text"} or {"messages"} with "expected") against the quality gates: accuracy
+above 90%, false positives under 5%, no false negatives. Exit 1 when a gate fails, unless --report-only.`,
+  check: `usage: task-router check [--config FILE] [--engine NAME]
+       task-router check --rules FILE
+Validates the configuration (with the environment applied), rule set, scorer weights, prompts and agent
+wrapper list, and names every problem. Exit 0 when all are valid, 2 otherwise.`,
+  train: `usage: task-router train [--check]
+Rebuilds config/scorer.json and config/context.json from data/ (a checkout, not the installed package).
+--check compares the result with the shipped files and exits 1 if a bit differs.`,
+  serve: `usage: task-router serve [--config FILE] [--port N] [--upstream URL]
+Runs the gateway. SIGHUP reloads the configuration, rules, prompts and wrapper list; SIGTERM or SIGINT
+drains (readiness fails, responses in flight get server.shutdownGraceMs) and exits 0. See ENVIRONMENT in
+task-router --help for the variables it reads.`,
+  init: `usage: task-router init [FILE] [--force]
+Writes a commented configuration (every setting with its default and what it does) to FILE, default
+task-router.yaml in the working directory; rules, prompts and wrapper list are left to the shipped ones.
+Refuses to overwrite an existing file unless --force. Then: task-router serve --config FILE`,
+};
 
 const OPTIONS = {
   json: { type: 'boolean' },
@@ -38,6 +83,10 @@ const OPTIONS = {
   'rules-only': { type: 'boolean' },
   'report-only': { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean', short: 'v' },
+  port: { type: 'string' },
+  upstream: { type: 'string' },
+  force: { type: 'boolean' },
 } as const;
 
 function engineOf(value: string | undefined): EngineName {
@@ -129,15 +178,29 @@ async function checkCommand(values: { config?: string | undefined; rules?: strin
   // --engine checks the rules on that engine as well as on the configured one.
   if (engine !== null && engine !== snapshot.classifier.engine) createClassifier({ rules: await readDataFile(loaded.rulesFile), engine });
   const engines = engine !== null && engine !== snapshot.classifier.engine ? `${snapshot.classifier.engine} and ${engine}` : snapshot.classifier.engine;
-  process.stdout.write(`config: ok (${loaded.file})\nrules: ok (${snapshot.classifier.ruleIds.length} rules in ${loaded.rulesFile}, ${engines})\nprompts: ok (${loaded.promptsDir})\nconfig hash: ${snapshot.configHash}\n`);
+  process.stdout.write(`config: ok (${loaded.file})\nrules: ok (${snapshot.classifier.ruleIds.length} rules in ${loaded.rulesFile}, ${engines})\nprompts: ok (${loaded.promptsDir})\nwrappers: ok (${snapshot.wrappers?.length ?? 0} in ${loaded.wrappersFile})\nconfig hash: ${snapshot.configHash}\n`);
   return 0;
 }
 
-async function serveCommand(values: { config?: string | undefined }): Promise<number> {
+/** The environment serve runs with: --port and --upstream win over PORT and UPSTREAM_URL. */
+function serveEnv(values: { port?: string | undefined; upstream?: string | undefined }): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  if (values.port !== undefined) {
+    if (!/^\d{1,5}$/.test(values.port) || Number(values.port) > 65535) throw new UsageError(`--port must be a port number from 0 to 65535, got "${values.port}"`);
+    env.PORT = values.port;
+  }
+  if (values.upstream !== undefined) {
+    if (!/^https?:\/\/./.test(values.upstream)) throw new UsageError(`--upstream must be an http:// or https:// base URL such as https://api.openai.com, got "${values.upstream}"`);
+    env.UPSTREAM_URL = values.upstream;
+  }
+  return env;
+}
+
+async function serveCommand(values: { config?: string | undefined; port?: string | undefined; upstream?: string | undefined }): Promise<number> {
   const log = pino({ base: null });
   const gateway = await startGateway({
     configFile: configFile(values),
-    env: process.env,
+    env: serveEnv(values),
     log,
     events: {
       reloaded: (result, trigger) => (result.ok
@@ -151,13 +214,42 @@ async function serveCommand(values: { config?: string | undefined }): Promise<nu
   log.info({ url: gateway.url, upstream: gateway.upstreamUrl, hardRouting: snapshot.hardRouting, configHash: snapshot.configHash, admin: process.env.ADMIN_TOKEN ? (gateway.adminUrl ?? gateway.url) : 'off (set ADMIN_TOKEN)', metrics: gateway.metricsUrl ?? `${gateway.url}/metrics`, logDir: gateway.runtime.logDir }, 'task-router listening');
   const reload = () => void gateway.runtime.reload('SIGHUP');
   process.on('SIGHUP', reload);
-  await new Promise<void>((resolve) => {
-    process.once('SIGINT', resolve);
-    process.once('SIGTERM', resolve);
+  const signal = await new Promise<NodeJS.Signals>((resolve) => {
+    process.once('SIGINT', () => resolve('SIGINT'));
+    process.once('SIGTERM', () => resolve('SIGTERM'));
   });
   process.off('SIGHUP', reload);
-  await gateway.close();
+  // A second signal while draining means "now": what is still in flight is cut at once.
+  const hurry = () => void gateway.drain(0);
+  process.once('SIGINT', hurry);
+  process.once('SIGTERM', hurry);
+  log.info({ signal }, 'shutting down');
+  await gateway.drain();
+  process.off('SIGINT', hurry);
+  process.off('SIGTERM', hurry);
   log.info('task-router stopped');
+  return 0;
+}
+
+async function packageVersion(): Promise<string> {
+  const data: unknown = JSON.parse(await readFile(join(packageRoot(), 'package.json'), 'utf8'));
+  const parsed = z.object({ version: z.string() }).safeParse(data);
+  return parsed.success ? parsed.data.version : 'unknown';
+}
+
+async function initCommand(args: string[], values: { force?: boolean | undefined }): Promise<number> {
+  if (args.length > 1) throw new UsageError('init takes at most one file name, e.g. task-router init task-router.yaml');
+  const target = resolve(args[0] ?? 'task-router.yaml');
+  const text = initialConfig();
+  try {
+    await writeFile(target, text, { flag: values.force ? 'w' : 'wx' });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw new UsageError(`${target} exists; pass --force to overwrite it, or name another file`);
+    throw error;
+  }
+  // What was written must load: a broken template would only surface at the first serve.
+  await loadConfig(target, {});
+  process.stdout.write(`wrote ${target}\nnext: task-router check --config ${target} && task-router serve --config ${target}\n`);
   return 0;
 }
 
@@ -170,6 +262,18 @@ async function main(argv: string[]): Promise<number> {
   }
   const { values, positionals } = parsed;
   const [command, ...rest] = positionals;
+  if (values.version) {
+    process.stdout.write(`${await packageVersion()}\n`);
+    return 0;
+  }
+  if (values.help && command !== undefined && COMMAND_HELP[command] !== undefined) {
+    process.stdout.write(`${COMMAND_HELP[command]}\n`);
+    return 0;
+  }
+  if (command === 'help' && rest[0] !== undefined && COMMAND_HELP[rest[0]] !== undefined) {
+    process.stdout.write(`${COMMAND_HELP[rest[0]]}\n`);
+    return 0;
+  }
   if (values.help || command === undefined || command === 'help') {
     process.stdout.write(`${USAGE}\n`);
     return command === undefined && !values.help ? 2 : 0;
@@ -183,6 +287,8 @@ async function main(argv: string[]): Promise<number> {
       return checkCommand(values);
     case 'serve':
       return serveCommand(values);
+    case 'init':
+      return initCommand(rest, values);
     case 'train':
       return trainCommand(values, values.rules ? await readDataFile(values.rules) : undefined);
     default:

@@ -55,7 +55,7 @@ export function adminRouter(runtime: RoutingRuntime, token: string): Router {
 
   router.get('/admin/state', (_req, res) => {
     const snapshot = runtime.snapshot();
-    res.json({ hardRouting: snapshot.hardRouting, configHash: snapshot.configHash, configFile: runtime.configFile, strategy: snapshot.strategy });
+    res.json({ hardRouting: snapshot.hardRouting, configHash: snapshot.configHash, configFile: runtime.configFile, strategy: snapshot.strategy, lastReload: runtime.lastReload });
   });
 
   router.post('/admin/flags', (req, res) => {

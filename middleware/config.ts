@@ -21,6 +21,8 @@ export const ConfigSchema = z
         requestTimeoutMs: z.number().int().min(100).max(3_600_000).default(120_000),
         /** Most client connections open at once, on each listening address; more are closed on arrival. */
         maxConnections: z.number().int().positive().default(4096),
+        /** On SIGTERM, how long in-flight responses (streams included) may take to finish before they are cut. */
+        shutdownGraceMs: z.number().int().min(0).max(3_600_000).default(30_000),
       })
       .strict()
       .refine((server) => server.headersTimeoutMs <= server.requestTimeoutMs, { message: 'headersTimeoutMs must not be larger than requestTimeoutMs', path: ['headersTimeoutMs'] })
@@ -83,8 +85,12 @@ export const ConfigSchema = z
       .refine((routing) => routing.onUnsure !== 'tiebreak' || routing.tiebreak !== null, { message: 'onUnsure: tiebreak needs routing.tiebreak (url and model)', path: ['onUnsure'] })
       .strict()
       .prefault({}),
-    rules: z.string().min(1).default('./rules.json'),
-    prompts: z.string().min(1).default('../prompts'),
+    /** The rule set; null (or left out): the shipped config/rules.json, wherever the package is installed. */
+    rules: z.string().min(1).nullable().default(null),
+    /** The prompt folder; null (or left out): the shipped prompts/. */
+    prompts: z.string().min(1).nullable().default(null),
+    /** The agent scaffolding stripped from human turns before they are classified; null: the shipped config/wrappers.json. */
+    wrappers: z.string().min(1).nullable().default(null),
     reload: z
       .object({
         /** Reload when the config file, the rule set or a prompt file changes on disk. */
@@ -105,6 +111,8 @@ export const ConfigSchema = z
         utcOffset: z.string().regex(/^[+-](?:[01]\d|2[0-3]):[0-5]\d$/, 'an offset such as +00:00 or -05:30').default('+00:00'),
         maxQueuedBytes: z.number().int().positive().default(8 * 1024 * 1024),
         flushMs: z.number().int().min(1).max(60_000).default(250),
+        /** Days of decisions/ and memory/ files kept, today included; older ones are deleted as days turn. null keeps them all. */
+        retainDays: z.number().int().min(1).max(36_500).nullable().default(null),
       })
       .strict()
       .prefault({}),
@@ -152,6 +160,13 @@ export const ConfigSchema = z
 
 export type GatewayConfig = z.infer<typeof ConfigSchema>;
 
+/** The shipped rule set and prompt folder, for a configuration that names none. */
+export const DEFAULT_RULES_FILE = join(packageRoot(), 'config', 'rules.json');
+export const DEFAULT_PROMPTS_DIR = join(packageRoot(), 'prompts');
+
+/** The shipped list of agent scaffolding. */
+export const DEFAULT_WRAPPERS_FILE = join(packageRoot(), 'config', 'wrappers.json');
+
 /** The shipped configuration file. */
 export const DEFAULT_CONFIG_FILE = join(packageRoot(), 'config', 'default.yaml');
 
@@ -168,6 +183,7 @@ export interface LoadedConfig {
   /** Absolute paths of the rule set, the prompt folder and the log folder. */
   readonly rulesFile: string;
   readonly promptsDir: string;
+  readonly wrappersFile: string;
   readonly logDir: string;
   /** The tie-breaker's key, read from the environment variable routing.tiebreak.apiKeyEnv at load; never logged. */
   readonly tiebreakKey: string | null;
@@ -221,7 +237,7 @@ export async function loadConfig(file: string = DEFAULT_CONFIG_FILE, env: NodeJS
   const logDir = parsed.data.logging.dir === null ? resolve('logs') : resolve(base, parsed.data.logging.dir);
   const keyEnv = parsed.data.routing.tiebreak?.apiKeyEnv;
   const tiebreakKey = keyEnv ? env[keyEnv] || null : null;
-  return { config: parsed.data, file, rulesFile: resolve(base, parsed.data.rules), promptsDir: resolve(base, parsed.data.prompts), logDir, tiebreakKey };
+  return { config: parsed.data, file, rulesFile: parsed.data.rules === null ? DEFAULT_RULES_FILE : resolve(base, parsed.data.rules), promptsDir: parsed.data.prompts === null ? DEFAULT_PROMPTS_DIR : resolve(base, parsed.data.prompts), wrappersFile: parsed.data.wrappers === null ? DEFAULT_WRAPPERS_FILE : resolve(base, parsed.data.wrappers), logDir, tiebreakKey };
 }
 
 /** The configuration with its secrets replaced by whether they are set: for hashes and displays. */

@@ -1,4 +1,4 @@
-import { appendFile, mkdir } from 'node:fs/promises';
+import { appendFile, mkdir, readdir, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 
 export interface DailyFilesOptions {
@@ -9,6 +9,8 @@ export interface DailyFilesOptions {
   /** Most bytes waiting for the disk; lines past it are dropped and counted, never waited for. */
   readonly maxQueuedBytes: number;
   readonly flushMs: number;
+  /** Days of files kept, today included; older day files in `dir` are deleted as days turn. null keeps all. */
+  readonly retainDays?: number | null;
   /** Lines that will never be written, and why. */
   readonly dropped: (lines: number, reason: 'queue_full' | 'write_failed', error?: unknown) => void;
 }
@@ -23,6 +25,7 @@ export class DailyFiles {
   #flushing: Promise<void> | null = null;
   #timer: NodeJS.Timeout | null = null;
   #madeDir = false;
+  #prunedFor: string | null = null;
 
   constructor(private readonly options: DailyFilesOptions) {}
 
@@ -62,12 +65,32 @@ export class DailyFiles {
           this.#madeDir = true;
         }
         await appendFile(join(this.options.dir, `${day}.${this.options.extension}`), text);
+        if (day !== this.#prunedFor && (this.#prunedFor === null || day > this.#prunedFor)) {
+          this.#prunedFor = day;
+          await this.#prune(day);
+        }
       } catch (error) {
         this.#madeDir = false;
         this.options.dropped(lines.length, 'write_failed', error);
       } finally {
         this.#queuedBytes -= Buffer.byteLength(text);
       }
+    }
+  }
+
+  /** Deletes this folder's day files older than logging.retainDays before `today`; a failure only costs disk. */
+  async #prune(today: string): Promise<void> {
+    const keep = this.options.retainDays;
+    if (keep === null || keep === undefined) return;
+    const cutoff = new Date(Date.parse(`${today}T00:00:00Z`) - (keep - 1) * 86_400_000).toISOString().slice(0, 10);
+    const pattern = new RegExp(`^(\\d{4}-\\d{2}-\\d{2})\\.${this.options.extension}$`);
+    try {
+      for (const name of await readdir(this.options.dir)) {
+        const day = pattern.exec(name)?.[1];
+        if (day !== undefined && day < cutoff) await unlink(join(this.options.dir, name)).catch(() => {});
+      }
+    } catch {
+      // Retention is housekeeping: the lines were written, and the next day tries again.
     }
   }
 

@@ -4,6 +4,8 @@ import express, { type Express, type Request, type Response, type Router } from 
 import { formatForPath, type Outcome } from '../src/index.js';
 import { adminRouter, bearerAuth } from './admin.js';
 import { startEchoUpstream, type EchoUpstream } from './echo-upstream.js';
+import { classifyRouter } from './classify-endpoint.js';
+import { requestIds } from './request-id.js';
 import { finalErrorHandler, sendRouterError } from './errors.js';
 import { bodyErrors, jsonBody } from './json-body.js';
 import { DEFAULT_MAX_MESSAGES, messageLimit } from './limits.js';
@@ -15,7 +17,8 @@ import { outcomesRouter, sessionsRouter } from './outcomes.js';
 import { refuseAmbiguousPaths } from './paths.js';
 import { guardProcess } from './process-guard.js';
 import { createUpstreamProxy, type UpstreamOptions } from './proxy.js';
-import { RoutingRuntime, type RuntimeEvents } from './runtime.js';
+import { RoutingRuntime, type ReloadStatus, type RuntimeEvents } from './runtime.js';
+import { requestIdOf } from './observability.js';
 import { MemorySessionStore, SessionTracker } from './sessions.js';
 
 export { buildSnapshot } from './snapshot.js';
@@ -41,6 +44,10 @@ export interface GatewayAppOptions {
    * or on its own address. When it is served here, its router answers unknown paths itself.
    */
   readonly admin?: 'off' | 'elsewhere';
+  /** Whether the gateway is draining for shutdown: /readyz then answers 503 and responses close their connection. */
+  readonly draining?: () => boolean;
+  /** The last configuration load or reload, shown on /healthz. */
+  readonly lastReload?: () => ReloadStatus;
 }
 
 const ADMIN_ANSWER: Readonly<Record<'off' | 'elsewhere', string>> = {
@@ -74,19 +81,45 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Express; cl
     });
   }
 
+  // First, so every answer carries the id, refusals and errors included.
+  app.use(requestIds());
   app.use(refuseAmbiguousPaths());
 
+  const draining = options.draining ?? (() => false);
+  if (options.draining) {
+    app.use((_req, res, next) => {
+      // A connection kept alive would carry the client's next request to a process about to exit.
+      if (draining()) res.shouldKeepAlive = false;
+      next();
+    });
+  }
+
+  // Probes are answered here, never upstream: a liveness probe must not depend on the LLM provider.
+  app.get('/livez', (_req: Request, res: Response) => {
+    res.json({ status: 'ok' });
+  });
+  app.get('/readyz', (_req: Request, res: Response) => {
+    if (draining()) res.status(503).json({ status: 'draining' });
+    else res.json({ status: 'ready' });
+  });
   app.get('/healthz', (_req: Request, res: Response) => {
     const snapshot = options.snapshot();
-    res.json({ status: 'ok', hardRouting: snapshot.hardRouting, configHash: snapshot.configHash });
+    res.json({
+      status: 'ok',
+      hardRouting: snapshot.hardRouting,
+      configHash: snapshot.configHash,
+      ...(options.draining ? { draining: draining() } : {}),
+      ...(options.lastReload ? { lastReload: options.lastReload() } : {}),
+    });
   });
 
   for (const routes of options.extraRoutes ?? []) app.use(routes);
   // Our own paths never go upstream, whether the admin API is on here, elsewhere, or off.
   app.use('/admin', (_req: Request, res: Response) => sendRouterError(res, 404, ADMIN_ANSWER[options.admin ?? 'off']));
+  app.use(classifyRouter(options.snapshot, (result) => options.hooks?.classifyOnly?.(result), options.bodyBytes));
   if (options.sessions) app.use(outcomesRouter(options.sessions, { ...(options.outcomeReported ? { reported: options.outcomeReported } : {}), token: options.outcomesToken ?? null }));
   app.use('/router', (_req: Request, res: Response) => {
-    sendRouterError(res, 404, 'no such task-router endpoint here: POST /router/outcomes; GET /router/sessions/:id needs ADMIN_TOKEN and is served with the admin API');
+    sendRouterError(res, 404, 'no such task-router endpoint here: POST /router/classify, POST /router/outcomes; GET /router/sessions/:id needs ADMIN_TOKEN and is served with the admin API');
   });
 
   const chat = express.Router();
@@ -105,6 +138,7 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Express; cl
 function ownApp(routes: Router, hooks?: GatewayHooks): Express {
   const app = express();
   app.disable('x-powered-by');
+  app.use(requestIds());
   app.use(refuseAmbiguousPaths());
   app.use(routes);
   app.use((_req: Request, res: Response) => sendRouterError(res, 404, 'no such endpoint on this address'));
@@ -120,6 +154,15 @@ export interface RunningGateway {
   readonly metricsUrl: string | null;
   /** Writes out the decision and memory log lines queued so far. */
   flushLogs(): Promise<void>;
+  /**
+   * Shuts down gracefully: readiness fails, no new connection is accepted, responses in flight (streams
+   * included) get `graceMs` (server.shutdownGraceMs) to finish, then whatever is left is cut, counted in
+   * task_router_shutdown_cuts_total and logged as a shutdown cut; then everything closes. Calling it
+   * again while it waits with a smaller grace cuts sooner.
+   */
+  drain(graceMs?: number): Promise<void>;
+  /** The Prometheus exposition, read in process: it outlives the listening sockets, for a last look after a drain. */
+  metricsText(): Promise<string>;
   readonly upstreamUrl: string;
   /** Whether the built-in echo upstream is serving, because no upstream URL was configured. */
   readonly echo: boolean;
@@ -179,6 +222,8 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
   const env = options.env ?? {};
   const log = options.log ?? pino({ level: 'silent' });
   const metrics = createMetrics();
+  let draining = false;
+  const cutByShutdown = new WeakSet<Request>();
   let observability: ReturnType<typeof observe> | null = null;
   const runtime = await RoutingRuntime.start(options.configFile, env, {
     reloaded: (result, trigger) => {
@@ -200,8 +245,11 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
     utcOffsetMinutes: offsetMinutes(config.logging.utcOffset),
     maxQueuedBytes: config.logging.maxQueuedBytes,
     flushMs: config.logging.flushMs,
+    retainDays: config.logging.retainDays,
   }, log);
   observability.setHardRouting(runtime.snapshot().hardRouting);
+  // Rule ids are a closed set per rule set: the loaded ones are exposed at 0 from the start.
+  for (const rule of runtime.snapshot().classifier.ruleIds) metrics.triggers.inc({ rule }, 0);
   const metricsRoutes = express.Router();
   const metricsToken = env.METRICS_TOKEN?.trim() || null;
   if (config.metrics.enabled) {
@@ -227,14 +275,28 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
     upstream: { url: upstreamUrl, timeoutMs: config.upstream.timeoutMs, maxSockets: config.upstream.maxSockets, idleTimeoutMs: config.upstream.idleTimeoutMs, maxDurationMs: config.upstream.maxDurationMs },
     bodyBytes: config.limits.bodyBytes,
     maxMessages: config.limits.maxMessages,
-    hooks: observability.hooks,
+    hooks: {
+      ...observability.hooks,
+      // A response the shutdown cut is the shutdown's doing, logged as such: not an upstream fault.
+      error: (kind, error, req) => {
+        if (!cutByShutdown.has(req)) observability?.hooks.error?.(kind, error, req);
+      },
+    },
     sessions,
     outcomeReported: observability.outcome,
     outcomesToken: config.outcomes.token,
     admin: admin === null ? 'off' : 'elsewhere',
     extraRoutes: [...(admin && !separateAdmin ? [admin] : []), ...(config.metrics.enabled && !separateMetrics ? [metricsRoutes] : [])],
+    draining: () => draining,
+    lastReload: () => runtime.lastReload,
   });
   const server = await listen(gateway.app, config.server.port, config.server.host, config, log);
+  // Responses in flight, for the shutdown drain to wait for and, after its grace, to cut and count.
+  const inFlight = new Map<Response, Request>();
+  server.on('request', (req: Request, res: Response) => {
+    inFlight.set(res, req);
+    res.once('close', () => inFlight.delete(res));
+  });
   let adminServer: Server | null = null;
   if (admin && separateAdmin) {
     adminServer = await listen(ownApp(admin, observability.hooks), config.admin.port ?? 0, config.admin.host ?? config.server.host, config, log);
@@ -248,6 +310,49 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
   const adminAddress = adminServer?.address() as AddressInfo | undefined;
   const metricsAddress = metricsServer?.address() as AddressInfo | undefined;
   let unguard = () => {};
+  let drained: Promise<void> | null = null;
+  let cutNow: (() => void) | null = null;
+  let closing: Promise<void> | null = null;
+  const close = async () => {
+    unguard();
+    runtime.unwatch();
+    await Promise.all([closeServer(server), adminServer ? closeServer(adminServer) : undefined, metricsServer ? closeServer(metricsServer) : undefined]);
+    gateway.close();
+    await echo?.close();
+    await observability.close();
+  };
+  const drain = (graceMs: number): Promise<void> => {
+    if (drained) {
+      if (graceMs === 0) cutNow?.();
+      return drained;
+    }
+    draining = true;
+    log.info({ inFlight: inFlight.size, graceMs }, 'draining for shutdown: readiness fails, no new connections, responses in flight may finish');
+    drained = (async () => {
+      const allClosed = new Promise<void>((resolve) => server.close(() => resolve()));
+      // Connections between requests are closed as they fall idle, so the server's close can complete.
+      server.closeIdleConnections();
+      const sweep = setInterval(() => server.closeIdleConnections(), 100);
+      let timer: NodeJS.Timeout | undefined;
+      const graceOver = new Promise<void>((resolve) => {
+        cutNow = resolve;
+        timer = setTimeout(resolve, graceMs);
+      });
+      await Promise.race([allClosed, graceOver]);
+      clearInterval(sweep);
+      clearTimeout(timer);
+      for (const [res, req] of inFlight) {
+        const kind = String(res.getHeader('content-type') ?? '').startsWith('text/event-stream') ? 'stream' : 'request';
+        metrics.shutdownCuts.inc({ kind });
+        log.warn({ requestId: requestIdOf(req), kind, method: req.method, path: req.path, graceMs }, 'shutdown cut: the response was still going when the shutdown grace ran out (server.shutdownGraceMs)');
+        cutByShutdown.add(req);
+        res.destroy();
+      }
+      closing ??= close();
+      await closing;
+    })();
+    return drained;
+  };
   const running: RunningGateway = {
     url: `http://${config.server.host}:${address.port}`,
     adminUrl: adminAddress ? `http://${config.admin.host ?? config.server.host}:${adminAddress.port}` : null,
@@ -256,14 +361,9 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
     upstreamUrl,
     echo: echo !== null,
     runtime,
-    close: async () => {
-      unguard();
-      runtime.unwatch();
-      await Promise.all([closeServer(server), adminServer ? closeServer(adminServer) : undefined, metricsServer ? closeServer(metricsServer) : undefined]);
-      gateway.close();
-      await echo?.close();
-      await observability.close();
-    },
+    drain: (graceMs = config.server.shutdownGraceMs) => drain(graceMs),
+    metricsText: () => metrics.registry.metrics(),
+    close: () => (closing ??= close()),
   };
   const fatal = options.fatal ?? exitAfterClosing;
   unguard = guardProcess({

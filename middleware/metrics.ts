@@ -1,8 +1,17 @@
+import { CONFIDENCES, FORMATS, MODES, OUTCOMES, STEPS } from '../src/index.js';
+import { STAKES } from '../src/decision.js';
+import { CLASSIFY_RESULTS } from './classify-endpoint.js';
+import { UPSTREAM_ERROR_KINDS } from './proxy.js';
+import { SKIP_REASONS } from './task-router.js';
+import { TIEBREAK_RESULTS } from './tiebreak.js';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 /** Classification takes microseconds: buckets from 1 µs to 100 ms. */
 const CLASSIFY_BUCKETS = [1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 2.5e-2, 5e-2, 0.1];
 const REQUEST_BUCKETS = [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+
+/** Upstream status classes as task_router_upstream_responses_total labels them. */
+export const STATUS_CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx', 'other'] as const;
 
 /**
  * The gateway's Prometheus instruments, on a registry of their own. Every label value comes from a
@@ -15,7 +24,7 @@ export function createMetrics() {
   // rejects them); nodejs_active_resources carries the same information under a valid name.
   for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) registry.removeSingleMetric(name);
   const registers = [registry];
-  return {
+  const metrics = {
     registry,
     decisions: new Counter({ name: 'task_router_decisions_total', help: 'Routing decisions by mode, confidence, routing (hard|soft) and deciding step.', labelNames: ['mode', 'confidence', 'routing', 'step'] as const, registers }),
     triggers: new Counter({ name: 'task_router_triggers_total', help: 'ACTION triggers matched, by rule id.', labelNames: ['rule'] as const, registers }),
@@ -34,8 +43,35 @@ export function createMetrics() {
     hardRouting: new Gauge({ name: 'task_router_hard_routing_enabled', help: '1 while hard routing is on, 0 in soft routing.', registers }),
     configReloads: new Counter({ name: 'task_router_config_reloads_total', help: 'Configuration reloads by result.', labelNames: ['result'] as const, registers }),
     uncaughtErrors: new Counter({ name: 'task_router_uncaught_errors_total', help: 'Errors no handler caught, by kind (uncaught_exception, unhandled_rejection) and action (continued: request-scoped, the gateway kept serving; exited).', labelNames: ['kind', 'action'] as const, registers }),
+    classifyOnly: new Counter({ name: 'task_router_classify_only_total', help: 'POST /router/classify requests (decisions with no upstream call, not in task_router_decisions_total), by result (answer, action, no_human_text, invalid).', labelNames: ['result'] as const, registers }),
+    shutdownCuts: new Counter({ name: 'task_router_shutdown_cuts_total', help: 'Responses still going when the shutdown grace (server.shutdownGraceMs) ran out, cut by the shutdown, by kind (stream, request).', labelNames: ['kind'] as const, registers }),
     logDropped: new Counter({ name: 'task_router_log_dropped_total', help: 'Log lines never written, by log and reason.', labelNames: ['log', 'reason'] as const, registers }),
   };
+  // Every series of a closed label set exists at 0 from the first scrape: rate() and alerts on them
+  // need a sample before the first event, not a series that appears with it. Rule ids are left out:
+  // they change with the rule set.
+  for (const mode of MODES) {
+    for (const confidence of CONFIDENCES) for (const routing of ['hard', 'soft']) for (const step of STEPS) metrics.decisions.inc({ mode, confidence, routing, step }, 0);
+    metrics.overrides.inc({ mode }, 0);
+    for (const policy of ['soft', 'answer', 'action', 'tiebreak', 'shadow']) metrics.unsure.inc({ policy, mode }, 0);
+  }
+  for (const kind of ['planning', 'failure', 'escalate']) for (const stakes of STAKES) metrics.debates.inc({ kind, stakes }, 0);
+  for (const outcome of OUTCOMES) metrics.outcomes.inc({ outcome }, 0);
+  // The stages and what each falls back to, as task-router.ts reports them.
+  for (const [stage, reason] of [['classify', 'soft_routing'], ['rewrite', 'soft_routing'], ['soft_router', 'passthrough'], ['session', 'stateless']]) metrics.fallbacks.inc({ stage, reason }, 0);
+  for (const reason of SKIP_REASONS) metrics.skipped.inc({ reason }, 0);
+  for (const kind of UPSTREAM_ERROR_KINDS) metrics.upstreamErrors.inc({ kind }, 0);
+  for (const result of TIEBREAK_RESULTS) metrics.tiebreaks.inc({ result }, 0);
+  for (const kind of ['uncaught_exception', 'unhandled_rejection']) for (const action of ['continued', 'exited']) metrics.uncaughtErrors.inc({ kind, action }, 0);
+  for (const result of ['ok', 'rejected']) metrics.configReloads.inc({ result }, 0);
+  for (const log of ['decisions', 'memory']) for (const reason of ['queue_full', 'write_failed']) metrics.logDropped.inc({ log, reason }, 0);
+  for (const kind of ['stream', 'request']) metrics.shutdownCuts.inc({ kind }, 0);
+  for (const result of CLASSIFY_RESULTS) metrics.classifyOnly.inc({ result }, 0);
+  for (const format of [...FORMATS, 'other']) {
+    for (const status_class of STATUS_CLASSES) metrics.upstreamResponses.inc({ format, status_class }, 0);
+    for (const stream of ['true', 'false']) metrics.requestDuration.zero({ format, stream });
+  }
+  return metrics;
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;

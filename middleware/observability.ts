@@ -1,9 +1,11 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
+import { requestIdOf } from './request-id.js';
 import { join } from 'node:path';
 import type { Request, Response } from 'express';
 import type { Logger } from 'pino';
 import { formatForPath, memoryEntry, previewOf, redactSecrets, type DecisionRecord, type Outcome } from '../src/index.js';
 import { DailyFiles, timeParts } from './daily-files.js';
+import type { ClassifyResult } from './classify-endpoint.js';
 import type { Metrics } from './metrics.js';
 import type { UpstreamHooks } from './proxy.js';
 import type { ReloadResult } from './runtime.js';
@@ -20,26 +22,19 @@ export interface LoggingOptions {
   readonly utcOffsetMinutes: number;
   readonly maxQueuedBytes: number;
   readonly flushMs: number;
+  /** Days of decision and memory files kept, today included (logging.retainDays); null keeps all. */
+  readonly retainDays?: number | null;
 }
 
 export interface GatewayHooks extends RoutingHooks, UpstreamHooks {
   requestDone?(req: Request, res: Response, seconds: number): void;
+  /** A POST /router/classify request answered (or refused), by result. */
+  classifyOnly?(result: ClassifyResult): void;
   /** An error no handler expected, answered with a 500 (its message is logged, never sent). */
   internalError?(error: unknown, req: Request): void;
 }
 
-const requestIds = new WeakMap<Request, string>();
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
-
-/** The request's id for logs: the decision id, else a sane x-request-id, else a new one. */
-export function requestIdOf(req: Request): string {
-  const known = routingOf(req)?.decision?.id ?? requestIds.get(req);
-  if (known) return known;
-  const sent = req.headers['x-request-id'];
-  const id = typeof sent === 'string' && REQUEST_ID.test(sent) ? sent : randomUUID();
-  requestIds.set(req, id);
-  return id;
-}
+export { requestIdOf } from './request-id.js';
 
 /** A trigger's matched text for the memory log: redacted and short (a URL can carry a token). */
 const shownMatch = (match: string) => {
@@ -51,6 +46,7 @@ export function decisionRecord(decision: RoutedDecision, iso: string, preview: b
   return {
     v: 2,
     id: decision.id,
+    requestId: decision.requestId,
     time: iso,
     mode: decision.mode,
     classified: decision.classified,
@@ -72,6 +68,7 @@ export function decisionRecord(decision: RoutedDecision, iso: string, preview: b
     format: decision.format,
     stream: decision.stream,
     configHash: decision.configHash,
+    ...(decision.stripped.length > 0 ? { stripped: [...decision.stripped] } : {}),
     textSha256: createHash('sha256').update(decision.text).digest('hex'),
     preview: preview ? previewOf(decision.text) : null,
     micros: decision.micros ?? null,
@@ -88,7 +85,7 @@ export function observe(metrics: Metrics, logging: LoggingOptions, log: Logger, 
     if (error) log.warn({ log: name, lines, err: (error as Error).message }, 'log lines dropped');
   };
   const files = (name: string, extension: string) => (logging.dir === null ? null : new DailyFiles({
-    dir: join(logging.dir, name), extension, maxQueuedBytes: logging.maxQueuedBytes, flushMs: logging.flushMs, dropped: dropped(name),
+    dir: join(logging.dir, name), extension, maxQueuedBytes: logging.maxQueuedBytes, flushMs: logging.flushMs, retainDays: logging.retainDays ?? null, dropped: dropped(name),
   }));
   const decisionFiles = logging.decisions ? files('decisions', 'jsonl') : null;
   const memoryFiles = logging.memory ? files('memory', 'md') : null;
@@ -112,6 +109,9 @@ export function observe(metrics: Metrics, logging: LoggingOptions, log: Logger, 
     },
     skip(reason) {
       metrics.skipped.inc({ reason });
+    },
+    classifyOnly(result) {
+      metrics.classifyOnly.inc({ result });
     },
     override(mode) {
       metrics.overrides.inc({ mode });

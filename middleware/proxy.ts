@@ -12,12 +12,24 @@ const DECISION_PREFIX = 'x-task-router-';
 /** The body to forward for a request `jsonBody` consumed: the rewritten JSON if taskRouter changed it, else the original bytes. */
 function forwardedBody(req: Request): { readonly bytes: Buffer; readonly rewritten: boolean } | undefined {
   const raw = rawBodyOf(req);
-  if (raw === undefined) return undefined;
   const routing = routingOf(req);
+  if (raw === undefined) {
+    // Another body parser (the host app's express.json()) read the stream and kept no bytes: piping the
+    // spent stream would leave the upstream waiting for a body that never comes, so the parsed body is
+    // serialized again. Not byte for byte, but the same JSON.
+    if (!parsedElsewhere(req)) return undefined;
+    const serialized = routing?.rewritten ? routing.serialized : undefined;
+    return { bytes: serialized && serialized.from === req.body ? serialized.bytes : Buffer.from(JSON.stringify(req.body)), rewritten: true };
+  }
   if (!routing?.rewritten) return { bytes: raw, rewritten: false };
   // taskRouter serialized the body it wrote; a later middleware that replaced req.body gets it serialized here.
   const serialized = routing.serialized;
   return { bytes: serialized && serialized.from === req.body ? serialized.bytes : Buffer.from(JSON.stringify(req.body)), rewritten: true };
+}
+
+/** Whether a body parser other than jsonBody consumed the request: the stream is spent and req.body set. */
+function parsedElsewhere(req: Request): boolean {
+  return req.body !== undefined && req.readableEnded;
 }
 
 /**
@@ -128,7 +140,8 @@ export interface UpstreamOptions {
  * after them (idle_timeout, max_duration, aborted: the client's response is cut, as a direct
  * connection's would be).
  */
-export type UpstreamErrorKind = 'upstream_unreachable' | 'upstream_timeout' | 'upstream_idle_timeout' | 'upstream_max_duration' | 'upstream_aborted';
+export const UPSTREAM_ERROR_KINDS = ['upstream_unreachable', 'upstream_timeout', 'upstream_idle_timeout', 'upstream_max_duration', 'upstream_aborted'] as const;
+export type UpstreamErrorKind = (typeof UPSTREAM_ERROR_KINDS)[number];
 
 export interface UpstreamHooks {
   response?(status: number, req: Request): void;

@@ -10,6 +10,16 @@ export type ReloadResult =
 
 export type FlagSource = 'env' | 'config' | 'admin';
 
+/** How the last load or reload went, for /healthz and /admin/state: `trigger` is start, api, admin, watch or SIGHUP. */
+export interface ReloadStatus {
+  readonly ok: boolean;
+  /** ISO 8601, UTC. */
+  readonly at: string;
+  readonly trigger: string;
+  /** Why it was rejected; [] when it was not. */
+  readonly errors: readonly string[];
+}
+
 export interface RuntimeEvents {
   reloaded?(result: ReloadResult, trigger: string): void;
   flagChanged?(hardRouting: boolean, source: FlagSource): void;
@@ -29,6 +39,7 @@ export class RoutingRuntime {
   #reloading: Promise<ReloadResult> | null = null;
   #watchers: FSWatcher[] = [];
   #timer: NodeJS.Timeout | null = null;
+  #lastReload: ReloadStatus = { ok: true, at: new Date().toISOString(), trigger: 'start', errors: [] };
 
   private constructor(loaded: LoadedConfig, snapshot: RoutingSnapshot, private readonly env: NodeJS.ProcessEnv, private readonly events: RuntimeEvents) {
     this.#loaded = loaded;
@@ -50,6 +61,11 @@ export class RoutingRuntime {
 
   get configFile(): string {
     return this.#loaded.file;
+  }
+
+  /** The last load or reload: the start itself until the first reload. */
+  get lastReload(): ReloadStatus {
+    return this.#lastReload;
   }
 
   get logDir(): string {
@@ -92,11 +108,12 @@ export class RoutingRuntime {
       const errors = 'issues' in (error as object) ? [...(error as { issues: readonly string[] }).issues] : [(error as Error).message];
       result = { ok: false, errors };
     }
+    this.#lastReload = { ok: result.ok, at: new Date().toISOString(), trigger, errors: result.ok ? [] : result.errors };
     this.events.reloaded?.(result, trigger);
     return result;
   }
 
-  /** Reloads when the config file, the rule set or any prompt file changes; editors that replace files are covered. */
+  /** Reloads when the config file, the rule set, the wrapper list or any prompt file changes; editors that replace files are covered. */
   watch(debounceMs = this.#loaded.config.reload.debounceMs): void {
     this.unwatch();
     const targets = new Map<string, Set<string> | null>();
@@ -108,6 +125,7 @@ export class RoutingRuntime {
     };
     add(dirname(this.#loaded.file), basename(this.#loaded.file));
     add(dirname(this.#loaded.rulesFile), basename(this.#loaded.rulesFile));
+    add(dirname(this.#loaded.wrappersFile), basename(this.#loaded.wrappersFile));
     add(this.#loaded.promptsDir, null);
     for (const [dir, names] of targets) {
       try {

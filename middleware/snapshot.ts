@@ -1,4 +1,4 @@
-import { createClassifier } from '../src/index.js';
+import { createClassifier, readWrappers } from '../src/index.js';
 import { fingerprint, withoutSecrets, type LoadedConfig } from './config.js';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -10,12 +10,19 @@ import { createTiebreaker } from './tiebreak.js';
 /** Reads the rule set and prompts a configuration names and compiles them into a routing snapshot. */
 export async function buildSnapshot(loaded: LoadedConfig): Promise<RoutingSnapshot> {
   const { config } = loaded;
-  const [rules, prompts] = await Promise.all([readDataFile(loaded.rulesFile), loadPrompts(loaded.promptsDir)]);
+  const [rules, prompts, wrapperData] = await Promise.all([readDataFile(loaded.rulesFile), loadPrompts(loaded.promptsDir), readDataFile(loaded.wrappersFile)]);
+  let wrappers;
+  try {
+    wrappers = readWrappers(wrapperData);
+  } catch (error) {
+    throw new Error(`${loaded.wrappersFile}: ${(error as Error).message}`);
+  }
   const classifier = createClassifier({ rules, engine: config.routing.engine, scanBudget: config.routing.scanBudget, now: () => performance.now() });
   for (const text of await warmupTexts()) classifier.classify(text);
   return {
     classifier,
     prompts,
+    wrappers,
     strategy: config.routing.strategy,
     hardRouting: config.routing.hard,
     allowOverride: config.routing.overrides,
@@ -27,7 +34,7 @@ export async function buildSnapshot(loaded: LoadedConfig): Promise<RoutingSnapsh
       ? null
       : createTiebreaker({ ...config.routing.tiebreak, apiKey: loaded.tiebreakKey, prompt: prompts.tiebreak }),
     // The hash is shown on /healthz: a secret in it could be guessed offline.
-    configHash: fingerprint(withoutSecrets(config), rules, prompts),
+    configHash: fingerprint(withoutSecrets(config), rules, prompts, wrappers),
   };
 }
 

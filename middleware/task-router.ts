@@ -18,14 +18,19 @@ import {
   type PromptSet,
   type Route,
   type Strategy,
+  DEFAULT_WRAPPERS,
+  stripWrappers,
+  wrapperNames,
   taskKeyOf,
   turnsOf,
   type Turns,
+  type Wrapper,
 } from '../src/index.js';
 import { DEFAULT_HUMAN_TEXT_LIMIT, humanTextLimit } from '../src/formats/format.js';
 import type { UnsurePolicy } from './config.js';
 import { tokenMatches } from './admin.js';
 import { sendError } from './errors.js';
+import { setRequestIdHeaders } from './request-id.js';
 import type { TiebreakResult, Tiebreaker } from './tiebreak.js';
 import { SESSION_ID, type SessionTracker } from './sessions.js';
 
@@ -33,6 +38,8 @@ import { SESSION_ID, type SessionTracker } from './sessions.js';
 export interface RoutingSnapshot {
   readonly classifier: Classifier;
   readonly prompts: PromptSet;
+  /** Agent scaffolding removed from human turns before classification (config/wrappers.json); default the shipped list. */
+  readonly wrappers?: readonly Wrapper[];
   readonly strategy: Strategy;
   readonly hardRouting: boolean;
   readonly allowOverride: boolean;
@@ -55,6 +62,8 @@ export interface RoutingSnapshot {
 /** The decision for one request as the gateway applied it. */
 export interface RoutedDecision extends Decision {
   readonly id: string;
+  /** The request's correlation id (x-request-id, see requestIdOf), also in the logs and sent upstream. */
+  readonly requestId: string;
   readonly route: Route;
   /** hard: the route's prompt was swapped in; soft: the soft-router prompt went in and this decision is shadow. */
   readonly routing: 'hard' | 'soft';
@@ -69,8 +78,10 @@ export interface RoutedDecision extends Decision {
   readonly format: FormatName;
   readonly stream: boolean;
   readonly configHash: string;
-  /** The human text that was classified; for hashing and redacted previews, never for labels. */
+  /** The human text that was classified, agent scaffolding removed; for hashing and redacted previews, never for labels. */
   readonly text: string;
+  /** The wrappers (tags or line names of the configured list) removed from the human turn before classifying it. */
+  readonly stripped: readonly string[];
   /** The session the request named (see TaskRouterOptions.sessions), or null. */
   readonly session: string | null;
   /** The request's task key within its session (outcomes are reported against it), or null without a session. */
@@ -82,7 +93,9 @@ export interface RoutedDecision extends Decision {
 export type FallbackStage = 'classify' | 'rewrite' | 'soft_router' | 'session';
 /** What a request degraded to: the soft-router prompt, the body as it came, or routing without session state. */
 export type FallbackTo = 'soft_routing' | 'passthrough' | 'stateless';
-export type SkipReason = 'no_human_text' | 'not_an_object';
+export const SKIP_REASONS = ['no_human_text', 'not_an_object', 'no_body_parser'] as const;
+/** Why a chat request went on without a decision; no_body_parser: nothing parsed req.body before taskRouter. */
+export type SkipReason = (typeof SKIP_REASONS)[number];
 
 /** Observers of routing; each is called synchronously and must not throw (errors are swallowed). */
 export interface RoutingHooks {
@@ -97,6 +110,8 @@ export interface TaskRouterOptions {
   snapshot?: () => RoutingSnapshot;
   classifier?: Classifier;
   prompts?: PromptSet;
+  /** Agent scaffolding to strip from human turns; default the shipped config/wrappers.json, [] strips nothing. */
+  wrappers?: readonly Wrapper[];
   strategy?: Strategy;
   hardRouting?: boolean;
   allowOverride?: boolean;
@@ -106,6 +121,8 @@ export interface TaskRouterOptions {
   hooks?: RoutingHooks;
   /** Failure-debate state per session; without it (or without the session header) routing is stateless. */
   sessions?: SessionTracker;
+  /** Where a misconfiguration (no body parser before taskRouter) is reported, once; default process.emitWarning. */
+  warn?: (message: string) => void;
 }
 
 export const HEADER = {
@@ -246,6 +263,7 @@ function staticSnapshot(options: TaskRouterOptions): () => RoutingSnapshot {
   const snapshot: RoutingSnapshot = {
     classifier: options.classifier ?? createClassifier({ now: () => performance.now() }),
     prompts: options.prompts,
+    wrappers: options.wrappers ?? DEFAULT_WRAPPERS,
     strategy: options.strategy ?? 'replace',
     hardRouting: options.hardRouting ?? true,
     allowOverride: options.allowOverride ?? true,
@@ -267,8 +285,12 @@ export function taskRouter(options: TaskRouterOptions = {}): RequestHandler {
   const snapshotOf = options.snapshot ?? staticSnapshot(options);
   const hooks = options.hooks ?? {};
   const sessions = options.sessions;
+  const warn = options.warn ?? ((message: string) => process.emitWarning(message, { code: 'TASK_ROUTER_NO_BODY_PARSER' }));
+  let warnedNoParser = false;
 
   return (req: Request, res: Response, next: NextFunction) => {
+    // Embedded in another app, this may be the first of ours to see the request.
+    const requestId = setRequestIdHeaders(req, res);
     // Read before the client's x-task-router-* headers are dropped: the default session header is one.
     const sessionHeader = sessions ? req.headers[sessions.header] : undefined;
     const owner = sessions ? credentialOwner(req) : '';
@@ -292,17 +314,29 @@ export function taskRouter(options: TaskRouterOptions = {}): RequestHandler {
     if (session instanceof Error) return sendError(res, format.name, 'invalid_request', session.message);
 
     const body: unknown = req.body;
+    if (body === undefined && !req.readableEnded && hasBody(req)) {
+      // Nothing parsed the body: the request goes on as it came, stream untouched, unrouted.
+      if (!warnedNoParser) {
+        warnedNoParser = true;
+        safely(() => warn(`taskRouter: req.body is not set on ${req.method} ${req.path}, so chat requests are forwarded unrouted. Put jsonBody() (or express.json()) before taskRouter; see "As Express middleware" in the README. This is reported once; task_router_skipped_total{reason="no_body_parser"} counts every such request.`));
+      }
+      safely(() => hooks.skip?.('no_body_parser', format.name, req));
+      routingByRequest.set(req, { decision: null, rewritten: false, format });
+      return next();
+    }
     if (typeof body !== 'object' || body === null || Array.isArray(body)) {
       safely(() => hooks.skip?.('not_an_object', format.name, req));
       routingByRequest.set(req, { decision: null, rewritten: false, format });
       return next();
     }
-    const text = format.latestHumanText(body as JsonObject, snapshot.scanBudget === undefined ? DEFAULT_HUMAN_TEXT_LIMIT : humanTextLimit(snapshot.scanBudget));
-    if (text === null) {
+    const human = humanTurns(format, body as JsonObject, snapshot);
+    if (human === null) {
       safely(() => hooks.skip?.('no_human_text', format.name, req));
       routingByRequest.set(req, { decision: null, rewritten: false, format });
       return next();
     }
+
+    const { text, stripped } = human;
 
     /** Our own failure at `stage`: the soft-router prompt goes in, failing that the body goes as it came. */
     const degrade = (stage: 'classify' | 'rewrite', error: unknown) => {
@@ -324,7 +358,7 @@ export function taskRouter(options: TaskRouterOptions = {}): RequestHandler {
     let forced: (Decision & { classified: Mode }) | null;
     let task: string | null;
     try {
-      classified = snapshot.classifier.classifyTurns(turnsAround(body as JsonObject, text));
+      classified = snapshot.classifier.classifyTurns(human.turns);
       forced = override !== undefined && override !== 'auto' ? applyOverride(classified, override) : null;
       task = session === null ? null : taskKeyOf(text);
     } catch (error) {
@@ -343,6 +377,7 @@ export function taskRouter(options: TaskRouterOptions = {}): RequestHandler {
         decision = {
           ...applied,
           id,
+          requestId,
           route,
           routing: hard ? 'hard' : 'soft',
           enforced: hard,
@@ -354,6 +389,7 @@ export function taskRouter(options: TaskRouterOptions = {}): RequestHandler {
           stream: format.isStream(body as JsonObject),
           configHash: snapshot.configHash,
           text,
+          stripped,
           session,
           task,
           failure,
@@ -400,6 +436,12 @@ export function taskRouter(options: TaskRouterOptions = {}): RequestHandler {
   };
 }
 
+/** Whether a request carries a body at all (a length above 0, or chunked), as body parsers decide it. */
+function hasBody(req: Request): boolean {
+  const length = req.headers['content-length'];
+  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+}
+
 /** A decision with its mode set by an unsure policy or a tie-breaker verdict: an ANSWER carries no debate. */
 function withMode(decision: Decision, mode: Mode): Decision {
   if (decision.mode === mode) return decision;
@@ -408,9 +450,76 @@ function withMode(decision: Decision, mode: Mode): Decision {
     : { ...decision, mode, confidence: decision.confidence === 'NONE' ? 'WEAK' : decision.confidence };
 }
 
-/** The latest human turn and the turns before it that context reads, from the body's own messages. */
-function turnsAround(body: JsonObject, latest: string): Turns {
-  const messages = Array.isArray(body.messages) ? body.messages : Array.isArray(body.input) ? body.input : [];
-  const turns = turnsOf(messages as { role?: unknown; content?: unknown }[]);
-  return { latest, previous: turns?.previous ?? null, assistant: turns?.assistant ?? null };
+/** The chat's messages (input items for /responses), or [] when it has none in a list. */
+function messagesOf(body: JsonObject): unknown[] {
+  return Array.isArray(body.messages) ? body.messages : Array.isArray(body.input) ? body.input : [];
+}
+
+/** Most earlier user turns looked at when the latest one is all scaffolding (a Codex environment update, a slash-command echo). */
+const MAX_SCAFFOLD_TURNS = 16;
+
+/**
+ * The latest human turn's own words: its text with agent scaffolding stripped. A turn that is nothing
+ * but scaffolding is the agent speaking, so the user turn before it is read instead, a bounded number
+ * of turns back; null when no human words are found.
+ */
+function humanTurn(format: ChatFormat, body: JsonObject, snapshot: RoutingSnapshot): { text: string; stripped: readonly string[]; earlier: boolean } | null {
+  const limit = snapshot.scanBudget === undefined ? DEFAULT_HUMAN_TEXT_LIMIT : humanTextLimit(snapshot.scanBudget);
+  const wrappers = snapshot.wrappers ?? DEFAULT_WRAPPERS;
+  const raw = format.latestHumanText(body, limit);
+  if (raw === null) return null;
+  const first = stripWrappers(raw, wrappers);
+  if (first.text !== '') return { ...first, earlier: false };
+  const stripped = new Set(first.stripped);
+  const messages = messagesOf(body);
+  const key = Array.isArray(body.messages) ? 'messages' : 'input';
+  let seen = 0;
+  let skippedLatest = false;
+  for (let index = messages.length - 1; index >= 0 && seen < MAX_SCAFFOLD_TURNS; index -= 1) {
+    // One message at a time through the format's own reader, so its idea of a human turn is kept.
+    const text = format.latestHumanText({ ...body, [key]: [messages[index]] }, limit);
+    if (text === null) continue;
+    seen += 1;
+    if (!skippedLatest) {
+      skippedLatest = true;
+      continue;
+    }
+    const result = stripWrappers(text, wrappers);
+    for (const name of result.stripped) stripped.add(name);
+    if (result.text !== '') return { text: result.text, stripped: inListOrder(wrappers, [...stripped]), earlier: true };
+  }
+  return null;
+}
+
+/** Names reported as stripped, once each, in the wrapper list's order: a closed set for logs and labels. */
+function inListOrder(wrappers: readonly Wrapper[], names: readonly string[]): string[] {
+  const found = new Set(names);
+  return wrapperNames(wrappers).filter((name) => found.has(name));
+}
+
+/**
+ * What the classifier reads from a chat body: the latest human turn and the turns before it that context
+ * reads, agent scaffolding stripped, and which wrappers were stripped (in the list's order); null when
+ * the body has no words of the user.
+ */
+export function humanTurns(format: ChatFormat, body: JsonObject, snapshot: RoutingSnapshot): { text: string; turns: Turns; stripped: readonly string[] } | null {
+  const human = humanTurn(format, body, snapshot);
+  if (human === null) return null;
+  const wrappers = snapshot.wrappers ?? DEFAULT_WRAPPERS;
+  // Earlier turns of a turn found behind scaffolding are not the ones context would read: it goes alone.
+  const around = human.earlier ? { turns: { latest: human.text, previous: null, assistant: null }, stripped: [] } : turnsAround(body, human.text, wrappers);
+  return { text: human.text, turns: around.turns, stripped: inListOrder(wrappers, [...human.stripped, ...around.stripped]) };
+}
+
+/** The latest human turn and the turns before it that context reads, from the body's own messages, scaffolding stripped. */
+function turnsAround(body: JsonObject, latest: string, wrappers: readonly Wrapper[]): { turns: Turns; stripped: string[] } {
+  const turns = turnsOf(messagesOf(body) as { role?: unknown; content?: unknown }[]);
+  const stripped: string[] = [];
+  const clean = (text: string | null | undefined) => {
+    if (text === null || text === undefined) return null;
+    const result = stripWrappers(text, wrappers);
+    stripped.push(...result.stripped);
+    return result.text === '' ? null : result.text;
+  };
+  return { turns: { latest, previous: clean(turns?.previous), assistant: clean(turns?.assistant) }, stripped };
 }

@@ -10,6 +10,8 @@ export const DecisionRecordSchema = z
   .object({
     v: z.literal(2),
     id: z.uuid(),
+    /** The request's correlation id: the client's x-request-id (sanitised, at most 128 characters) or one generated. */
+    requestId: z.string().regex(/^[A-Za-z0-9._:-]{1,128}$/).optional(),
     /** ISO 8601 with the offset written, e.g. 2026-11-22T13:26:05.120+00:00. */
     time: z.string().regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}[+-]\d{2}:\d{2}$/),
     mode: z.enum(MODES),
@@ -38,6 +40,8 @@ export const DecisionRecordSchema = z
     format: z.enum(FORMATS),
     stream: z.boolean(),
     configHash: z.string(),
+    /** The agent scaffolding (tags or line names of the wrapper list) removed before classifying; absent when none was. */
+    stripped: z.array(z.string().min(1).max(64)).max(64).optional(),
     /** SHA-256 of the classified text, hex. */
     textSha256: z.string().regex(/^[0-9a-f]{64}$/),
     /** First characters of the text with secrets redacted; null when previews are off. */

@@ -10,6 +10,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningGateway } from '../../middleware/gateway.js';
+import { STATUS_CLASSES } from '../../middleware/metrics.js';
+import { UPSTREAM_ERROR_KINDS } from '../../middleware/proxy.js';
+import { FORMATS } from '../../src/index.js';
 import {
   apiReply,
   closedPort,
@@ -83,9 +86,11 @@ interface FaultCase {
   readonly check?: (outcome: Outcome, upstream: FakeUpstream | null) => void | Promise<void>;
 }
 
-const errorKinds = (kinds: Record<string, number>) => Object.fromEntries(Object.entries(kinds).map(([kind, count]) => [`kind=${kind}`, count]));
+// Every kind is exposed from the start (at 0), so the exact series name all of them.
+const errorKinds = (kinds: Record<string, number>) => Object.fromEntries(UPSTREAM_ERROR_KINDS.map((kind) => [`kind=${kind}`, kinds[kind] ?? 0]));
+// Every format and status class is exposed from the start (at 0); the faults here are all openai-chat.
 const responseClasses = (classes: Record<string, number>) =>
-  Object.fromEntries(Object.entries(classes).map(([statusClass, count]) => [`format=openai-chat,status_class=${statusClass}`, count]));
+  Object.fromEntries([...FORMATS, 'other'].flatMap((format) => STATUS_CLASSES.map((statusClass) => [`format=${format},status_class=${statusClass}`, format === 'openai-chat' ? classes[statusClass] ?? 0 : 0])));
 
 /** Resolves when the upstream socket of the last request closes, or rejects after `ms`. */
 async function upstreamSocketClosed(upstream: FakeUpstream | null, ms: number): Promise<void> {

@@ -177,7 +177,13 @@ describe('reloads that fail keep the last good configuration', () => {
     expect(body.error.message).toMatch(/previous configuration keeps serving/);
     expect(body.error.details.join('\n')).toMatch(reason);
 
-    expect(await (await fetch(`${gateway.url}/healthz`)).json()).toEqual(before);
+    // The configuration serving is the one before; /healthz says the last reload was rejected, and why.
+    const after = (await (await fetch(`${gateway.url}/healthz`)).json()) as Record<string, unknown> & { lastReload: { ok: boolean; trigger: string; errors: string[] } };
+    const { lastReload, ...serving } = after;
+    const { lastReload: _started, ...servingBefore } = before as typeof after;
+    expect(serving).toEqual(servingBefore);
+    expect(lastReload).toMatchObject({ ok: false, trigger: 'admin' });
+    expect(lastReload.errors.join('\n')).toMatch(reason);
     const routed = await chat(gateway.url);
     expect(routed).toMatchObject({ status: 200, routing: 'hard', mode: 'ACTION' });
   });

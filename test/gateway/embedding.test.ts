@@ -1,0 +1,184 @@
+/**
+ * taskRouter inside someone else's Express app, with a real http-proxy-middleware in front of the fake
+ * upstream: the recommended wiring (jsonBody), the app's own express.json() before taskRouter (the body
+ * is already consumed: requests must not hang), and no body parser at all (warned once, counted,
+ * forwarded untouched).
+ */
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import express, { type Express } from 'express';
+import { createProxyMiddleware } from 'http-proxy-middleware';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { bodyErrors, jsonBody, loadPrompts, restreamBody, taskRouter, type RoutingHooks } from '../../middleware/index.js';
+import type { PromptSet } from '../../src/index.js';
+import { apiReply, startFakeUpstream, type FakeUpstream } from '../support/fake-upstream.js';
+import { openaiClient, postJson } from './clients.js';
+
+let upstream: FakeUpstream;
+let prompts: PromptSet;
+let server: Server | null = null;
+
+beforeAll(async () => {
+  upstream = await startFakeUpstream(apiReply('ok'));
+  prompts = await loadPrompts();
+});
+afterAll(async () => {
+  await upstream?.close();
+});
+beforeEach(() => {
+  upstream.reset();
+  upstream.respond(apiReply('ok'));
+});
+afterEach(async () => {
+  await new Promise<void>((resolve) => {
+    if (!server) return resolve();
+    server.closeAllConnections();
+    server.close(() => resolve());
+  });
+  server = null;
+});
+
+async function listen(app: Express): Promise<string> {
+  server = await new Promise<Server>((resolve) => {
+    const listening = app.listen(0, '127.0.0.1', () => resolve(listening));
+  });
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+const proxy = () => createProxyMiddleware({ target: upstream.url, changeOrigin: true, on: { proxyReq: restreamBody } });
+
+/** A request that must be answered promptly: a hang is the failure this file is about. */
+async function within<T>(promise: Promise<T>, ms = 5000): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms: the request hung`)), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+const ACTION_BODY = { model: 'm', messages: [{ role: 'system', content: 'be brief' }, { role: 'user', content: 'fix the failing tests in src/app.ts' }] };
+
+describe('the recommended wiring: jsonBody, bodyErrors, taskRouter, proxy with restreamBody', () => {
+  it('routes and forwards; an untouched body goes byte for byte', async () => {
+    const app = express();
+    app.use('/v1', jsonBody(1024 * 1024), bodyErrors, taskRouter({ prompts }));
+    app.use(proxy());
+    const url = await listen(app);
+    const client = openaiClient(url);
+    const { response } = await within(client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'fix the failing tests in src/app.ts' }] }).withResponse());
+    expect(response.headers.get('x-task-router-mode')).toBe('ACTION');
+    expect(upstream.last().json.messages[0].content).toBe(prompts.action);
+    const raw = '{"model":"m",   "messages":[{"role":"assistant","content":"hi"}]}';
+    const skipped = await within(postJson(url, '/v1/chat/completions', raw));
+    await skipped.arrayBuffer();
+    expect(upstream.last().text).toBe(raw);
+  });
+});
+
+describe('the app’s own express.json() before taskRouter', () => {
+  let url: string;
+  beforeEach(async () => {
+    const app = express();
+    app.use(express.json({ limit: '1mb' }));
+    app.use('/v1', taskRouter({ prompts }));
+    app.use(proxy());
+    url = await listen(app);
+  });
+
+  it('a routed request is answered, not left hanging, with the rewritten body upstream', async () => {
+    const response = await within(postJson(url, '/v1/chat/completions', ACTION_BODY));
+    expect(response.status).toBe(200);
+    await response.arrayBuffer();
+    expect(response.headers.get('x-task-router-mode')).toBe('ACTION');
+    const seen = upstream.last();
+    expect(seen.json.messages[0]).toEqual({ role: 'system', content: prompts.action });
+    expect(Number(seen.headers['content-length'])).toBe(Buffer.byteLength(seen.text));
+  });
+
+  it('a body taskRouter left alone is sent again as the same JSON', async () => {
+    const body = { model: 'm', messages: [{ role: 'assistant', content: 'hi' }] };
+    const response = await within(postJson(url, '/v1/chat/completions', body));
+    await response.arrayBuffer();
+    expect(response.headers.get('x-task-router-mode')).toBeNull();
+    expect(upstream.last().json).toEqual(body);
+  });
+
+  it('another JSON path the app parsed is not left hanging either', async () => {
+    upstream.respond((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{"object":"list","data":[]}');
+    });
+    const response = await within(postJson(url, '/v1/embeddings', { model: 'e', input: 'hello' }));
+    expect(response.status).toBe(200);
+    await response.arrayBuffer();
+    expect(upstream.last().json).toEqual({ model: 'e', input: 'hello' });
+  });
+
+  it('streams, through the official SDK', async () => {
+    const client = openaiClient(url);
+    const stream = await within(client.chat.completions.create({ model: 'm', stream: true, messages: [{ role: 'user', content: 'what is a race condition?' }] }));
+    let text = '';
+    for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? '';
+    expect(text).toBe('ok');
+    expect(upstream.last().json.messages[0].content).toBe(prompts.answer);
+  });
+});
+
+describe('no body parser before taskRouter', () => {
+  it('warns once, counts every such request, and forwards the body untouched', async () => {
+    const warnings: string[] = [];
+    const skips: string[] = [];
+    const hooks: RoutingHooks = { skip: (reason) => skips.push(reason) };
+    const app = express();
+    app.use('/v1', taskRouter({ prompts, hooks, warn: (message) => warnings.push(message) }));
+    app.use(proxy());
+    const url = await listen(app);
+    for (let sent = 0; sent < 3; sent += 1) {
+      const response = await within(postJson(url, '/v1/chat/completions', ACTION_BODY));
+      expect(response.status).toBe(200);
+      await response.arrayBuffer();
+      expect(response.headers.get('x-task-router-mode')).toBeNull();
+      expect(upstream.last().text).toBe(JSON.stringify(ACTION_BODY));
+    }
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatch(/req\.body is not set.*jsonBody\(\)/);
+    expect(skips).toEqual(['no_body_parser', 'no_body_parser', 'no_body_parser']);
+  });
+
+  it('the default warning goes through process.emitWarning', async () => {
+    const seen: Error[] = [];
+    const listener = (warning: Error) => seen.push(warning);
+    process.on('warning', listener);
+    try {
+      const app = express();
+      app.use('/v1', taskRouter({ prompts }));
+      app.use(proxy());
+      const url = await listen(app);
+      await (await within(postJson(url, '/v1/chat/completions', ACTION_BODY))).arrayBuffer();
+      await (await within(postJson(url, '/v1/chat/completions', ACTION_BODY))).arrayBuffer();
+      await new Promise((resolve) => setImmediate(resolve));
+      const ours = seen.filter((warning) => (warning as Error & { code?: string }).code === 'TASK_ROUTER_NO_BODY_PARSER');
+      expect(ours).toHaveLength(1);
+    } finally {
+      process.off('warning', listener);
+    }
+  });
+
+  it('an empty POST is not mistaken for a missing parser', async () => {
+    const warnings: string[] = [];
+    const skips: string[] = [];
+    const app = express();
+    app.use('/v1', jsonBody(1024), bodyErrors, taskRouter({ prompts, hooks: { skip: (reason) => skips.push(reason) }, warn: (message) => warnings.push(message) }));
+    app.use(proxy());
+    const url = await listen(app);
+    const response = await within(fetch(`${url}/v1/chat/completions`, { method: 'POST' }));
+    await response.arrayBuffer();
+    expect(warnings).toEqual([]);
+    expect(skips).toHaveLength(1);
+    expect(skips).not.toContain('no_body_parser');
+  });
+});

@@ -1,0 +1,224 @@
+/**
+ * Probes and shutdown: /livez and /readyz are answered by the gateway itself (a Kubernetes probe must
+ * never reach the LLM provider), /healthz and /admin/state show the last reload, and SIGTERM drains:
+ * readiness fails, no new connections, streams in flight finish within server.shutdownGraceMs, and
+ * what is left after it is cut, counted and logged as a shutdown cut, not as an upstream fault.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import http from 'node:http';
+import net from 'node:net';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { startGateway, type RunningGateway } from '../../middleware/gateway.js';
+import { ensureBuilt } from '../support/built.js';
+import { writeTestConfig } from '../support/config-file.js';
+import { apiReply, pieces, replySse, sseEvents, startFakeUpstream, startGatewayForTest, type FakeUpstream } from '../support/fake-upstream.js';
+import { capturedLog, parseSamples, scrape, total } from '../support/running.js';
+
+const TOKEN = 'lifecycle-admin-token';
+let dir: string;
+let upstream: FakeUpstream;
+let gateway: RunningGateway | null = null;
+let child: ChildProcess | null = null;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'task-router-lifecycle-'));
+  upstream = await startFakeUpstream(apiReply('ok'));
+});
+afterAll(async () => {
+  await upstream?.close();
+  await rm(dir, { recursive: true, force: true });
+});
+beforeEach(() => {
+  upstream.reset();
+  upstream.respond(apiReply('ok'));
+});
+afterEach(async () => {
+  await gateway?.close();
+  gateway = null;
+  if (child && child.exitCode === null) child.kill('SIGKILL');
+  child = null;
+});
+
+let configs = 0;
+const config = (changes: Record<string, Record<string, unknown>> = {}) => {
+  configs += 1;
+  return writeTestConfig(dir, `lifecycle-${configs}.yaml`, { upstream: { url: upstream.url }, logging: { decisions: false, memory: false }, ...changes });
+};
+
+/** An SSE stream of `count` events, `delayMs` apart. */
+const slowStream = (count: number, delayMs: number) => replySse(sseEvents('openai-chat', pieces('one two three four five six seven eight nine ten'.split(' ').slice(0, count).join(' '), count).join(' ')), { delayMs });
+
+const STREAM_BODY = JSON.stringify({ model: 'm', stream: true, messages: [{ role: 'user', content: 'what is a race condition?' }] });
+
+describe('probes', () => {
+  it('/livez and /readyz are answered by the gateway, never upstream', async () => {
+    gateway = await startGateway({ configFile: await config() });
+    for (const path of ['/livez', '/readyz']) {
+      const response = await fetch(`${gateway.url}${path}`);
+      expect(response.status).toBe(200);
+      expect(await response.json()).toEqual({ status: path === '/livez' ? 'ok' : 'ready' });
+    }
+    expect(upstream.requests).toHaveLength(0);
+  });
+
+  it('the bare app (createGatewayApp) answers the probes too', async () => {
+    const bare = await startGatewayForTest({ upstreamUrl: upstream.url });
+    try {
+      expect((await fetch(`${bare.url}/livez`)).status).toBe(200);
+      expect((await fetch(`${bare.url}/readyz`)).status).toBe(200);
+      expect(upstream.requests).toHaveLength(0);
+    } finally {
+      await bare.close();
+    }
+  });
+
+  it('/healthz and /admin/state show the last reload: ok, when, errors', async () => {
+    const file = await config();
+    gateway = await startGateway({ configFile: file, env: { ADMIN_TOKEN: TOKEN } });
+    const started = (await (await fetch(`${gateway.url}/healthz`)).json()) as { lastReload: { ok: boolean; at: string; trigger: string; errors: string[] }; draining: boolean };
+    expect(started.draining).toBe(false);
+    expect(started.lastReload).toMatchObject({ ok: true, trigger: 'start', errors: [] });
+    expect(Date.parse(started.lastReload.at)).not.toBeNaN();
+
+    await writeFile(file, (await readFile(file, 'utf8')).replace(/strategy: replace/, 'strategy: sideways'));
+    const auth = { authorization: `Bearer ${TOKEN}` };
+    expect((await fetch(`${gateway.url}/admin/reload`, { method: 'POST', headers: auth })).status).toBe(400);
+    const health = (await (await fetch(`${gateway.url}/healthz`)).json()) as typeof started;
+    expect(health.lastReload).toMatchObject({ ok: false, trigger: 'admin' });
+    expect(health.lastReload.errors.join('\n')).toMatch(/routing\.strategy/);
+    expect(Date.parse(health.lastReload.at)).toBeGreaterThanOrEqual(Date.parse(started.lastReload.at));
+    const state = (await (await fetch(`${gateway.url}/admin/state`, { headers: auth })).json()) as { lastReload: unknown };
+    expect(state.lastReload).toEqual(health.lastReload);
+
+    await writeFile(file, (await readFile(file, 'utf8')).replace(/strategy: sideways/, 'strategy: prepend'));
+    expect((await fetch(`${gateway.url}/admin/reload`, { method: 'POST', headers: auth })).status).toBe(200);
+    expect(((await (await fetch(`${gateway.url}/healthz`)).json()) as typeof started).lastReload).toMatchObject({ ok: true, trigger: 'admin', errors: [] });
+  });
+});
+
+/** Starts a streamed chat request and resolves when its headers are in; `done` says how the body ended. */
+function startStream(url: string): Promise<{ done: Promise<{ complete: boolean; body: string }> }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(`${url}/v1/chat/completions`, { method: 'POST', agent: false, headers: { 'content-type': 'application/json' } }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (body += chunk));
+      const done = new Promise<{ complete: boolean; body: string }>((settle) => {
+        res.on('end', () => settle({ complete: res.complete, body }));
+        res.on('error', () => settle({ complete: false, body }));
+        res.on('close', () => settle({ complete: res.complete, body }));
+      });
+      resolve({ done });
+    });
+    req.on('error', reject);
+    req.end(STREAM_BODY);
+  });
+}
+
+describe('draining (in process)', () => {
+  it('fails readiness, lets a stream finish within the grace, and refuses new connections', async () => {
+    const { log, lines } = capturedLog();
+    gateway = await startGateway({ configFile: await config({ server: { shutdownGraceMs: 5000 } }), log });
+    const url = new URL(gateway.url);
+    upstream.respond(slowStream(6, 100));
+    // One connection: a streamed request, then, once draining, a readiness check behind it on the same
+    // connection (a new connection is no longer accepted).
+    const socket = net.connect(Number(url.port), url.hostname);
+    let received = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk: string) => (received += chunk));
+    const ended = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    socket.write(`POST /v1/chat/completions HTTP/1.1\r\nhost: ${url.host}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(STREAM_BODY)}\r\n\r\n${STREAM_BODY}`);
+    for (let waited = 0; !received.includes('\r\n\r\n') && waited < 5000; waited += 10) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(received).toMatch(/^HTTP\/1\.1 200/);
+    const drained = gateway.drain();
+    socket.write(`GET /readyz HTTP/1.1\r\nhost: ${url.host}\r\n\r\n`);
+    await expect(fetch(`${gateway.url}/livez`)).rejects.toThrow();
+    await ended;
+    await drained;
+    // The stream ran to its end, and the readiness answer after it says draining and closes the connection.
+    const [stream, readiness] = received.split(/(?=HTTP\/1\.1 503)/);
+    expect(stream).toContain('[DONE]');
+    expect(readiness).toMatch(/^HTTP\/1\.1 503/);
+    expect(readiness).toMatch(/\r\nconnection: close\r\n/i);
+    expect(readiness).toContain('{"status":"draining"}');
+    expect(lines.join('')).not.toMatch(/shutdown cut/);
+    gateway = null;
+  });
+
+  it('cuts what is left after the grace, counted and logged as a shutdown cut, not an upstream fault', async () => {
+    const { log, lines } = capturedLog();
+    gateway = await startGateway({ configFile: await config({ server: { shutdownGraceMs: 300 } }), log });
+    const before = await scrape(gateway.url);
+    expect(total(before, 'task_router_shutdown_cuts_total', { kind: 'stream' })).toBe(0);
+    upstream.respond(slowStream(10, 1000));
+    const stream = await startStream(gateway.url);
+    const started = performance.now();
+    await gateway.drain();
+    expect(performance.now() - started).toBeLessThan(3000);
+    const ended = await stream.done;
+    expect(ended.complete).toBe(false);
+    const logged = lines.map((line) => JSON.parse(line) as { msg: string; kind?: string; requestId?: string });
+    const cuts = logged.filter((line) => line.msg.startsWith('shutdown cut'));
+    expect(cuts).toHaveLength(1);
+    expect(cuts[0]).toMatchObject({ kind: 'stream' });
+    expect(cuts[0]?.requestId).toMatch(/\S/);
+    expect(logged.some((line) => line.msg === 'upstream failed')).toBe(false);
+    const after = parseSamples(await gateway.metricsText());
+    expect(total(after, 'task_router_shutdown_cuts_total', { kind: 'stream' })).toBe(1);
+    expect(total(after, 'task_router_shutdown_cuts_total', { kind: 'request' })).toBe(0);
+    expect(total(after, 'task_router_upstream_errors_total')).toBe(0);
+    gateway = null;
+  });
+});
+
+describe('SIGTERM on `task-router serve`', () => {
+  async function serve(graceMs: number): Promise<{ url: string; output: () => string; exited: Promise<number | null> }> {
+    const cli = ensureBuilt('cli/main.js');
+    const file = await config({ server: { shutdownGraceMs: graceMs } });
+    child = spawn(process.execPath, [cli, 'serve', '--config', file], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LOG_DIR: join(dir, 'logs') } });
+    let output = '';
+    child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => child?.once('close', (code) => resolve(code)));
+    const deadline = Date.now() + 15_000;
+    for (;;) {
+      const listening = /"url":"(http:\/\/[^"]+)".*task-router listening/.exec(output);
+      if (listening) return { url: listening[1] as string, output: () => output, exited };
+      if (Date.now() > deadline || child.exitCode !== null) throw new Error(`the CLI gateway did not start:\n${output}`);
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+  }
+
+  it('a slow stream in flight finishes, then the process exits 0', async () => {
+    const running = await serve(10_000);
+    upstream.respond(slowStream(8, 150));
+    const stream = await startStream(running.url);
+    child?.kill('SIGTERM');
+    const ended = await stream.done;
+    expect(ended.complete).toBe(true);
+    expect(ended.body).toContain('[DONE]');
+    expect(await running.exited).toBe(0);
+    expect(running.output()).toMatch(/draining for shutdown/);
+    expect(running.output()).not.toMatch(/shutdown cut/);
+    expect(running.output()).toMatch(/task-router stopped/);
+  });
+
+  it('a stream longer than the grace is cut at the grace and logged as a shutdown cut', async () => {
+    const running = await serve(400);
+    upstream.respond(slowStream(10, 1000));
+    const stream = await startStream(running.url);
+    const started = performance.now();
+    child?.kill('SIGTERM');
+    const ended = await stream.done;
+    expect(ended.complete).toBe(false);
+    expect(await running.exited).toBe(0);
+    expect(performance.now() - started).toBeLessThan(5000);
+    const lines = running.output().trim().split('\n').map((line) => JSON.parse(line) as { msg: string; kind?: string });
+    expect(lines.filter((line) => line.msg.startsWith('shutdown cut'))).toEqual([expect.objectContaining({ kind: 'stream' })]);
+    expect(lines.filter((line) => line.msg === 'upstream failed')).toEqual([]);
+  });
+});
