@@ -1,6 +1,6 @@
 import { readFile, readdir } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
-import { CorpusLineSchema, type CorpusLine } from '../src/index.js';
+import { CorpusLineSchema, DEFAULT_WRAPPERS, stripWrappers, turnsOf, type CorpusLine, type Turns, type Wrapper } from '../src/index.js';
 
 /** A command-line mistake: exit 2 with the usage. */
 export class UsageError extends Error {}
@@ -58,4 +58,17 @@ export async function sourceFiles(root: string, sources: readonly string[]): Pro
     files.push(...names.map((name) => join(folder, name)));
   }
   return files.map((file) => relative(process.cwd(), file) || file);
+}
+
+/** Turns with agent scaffolding stripped, as on the request path; null when nothing of the user is left. */
+export function stripTurns(turns: Turns, wrappers: readonly Wrapper[] = DEFAULT_WRAPPERS): Turns | null {
+  const strip = (text: string | null) => (text === null ? null : stripWrappers(text, wrappers).text || null);
+  const latest = strip(turns.latest);
+  return latest === null ? null : { latest, previous: strip(turns.previous), assistant: strip(turns.assistant) };
+}
+
+/** What the gateway would classify for a corpus line: its text, or the turns of its `messages`, scaffolding stripped. */
+export function corpusTurns(entry: CorpusLine): Turns | null {
+  const turns = entry.text !== undefined ? { latest: entry.text, previous: null, assistant: null } : turnsOf(entry.messages ?? []);
+  return turns === null ? null : stripTurns(turns);
 }

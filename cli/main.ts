@@ -12,7 +12,7 @@ import { loadConfig } from '../middleware/config.js';
 import { packageRoot, readDataFile } from '../middleware/files.js';
 import { initialConfig } from './init.js';
 import { readStdin } from './read.js';
-import { readCorpus, UsageError } from './corpus.js';
+import { corpusTurns, readCorpus, stripTurns, UsageError } from './corpus.js';
 import { trainCommand } from './train.js';
 
 const USAGE = `usage:
@@ -44,6 +44,7 @@ ENVIRONMENT (read by serve and check; each wins over the configuration file at s
   ADMIN_TOKEN         turns the admin API on (/admin/*, /router/sessions) and is its bearer token
   METRICS_TOKEN       bearer token /metrics requires when set
   TIEBREAK_API_KEY    the tie-breaker's API key (the variable routing.tiebreak.apiKeyEnv names; this is its default)
+  LOG_LEVEL           operational log level on stdout: fatal, error, warn, info (default), debug, trace or silent
 exit status: 0 ok, 1 a quality gate failed or a --jsonl line was invalid, 2 bad usage or input`;
 
 /** Each command's own help: what it does, its arguments and the options that apply to it. */
@@ -72,6 +73,8 @@ Writes a commented configuration (every setting with its default and what it doe
 task-router.yaml in the working directory; rules, prompts and wrapper list are left to the shipped ones.
 Refuses to overwrite an existing file unless --force. Then: task-router serve --config FILE`,
 };
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 const OPTIONS = {
   json: { type: 'boolean' },
@@ -132,7 +135,9 @@ async function classifyCommand(args: string[], values: { json?: boolean | undefi
       const line = index + 1;
       try {
         const { id, text, turns } = parseJsonlLine(raw, line);
-        const decision = turns ? classifier.classifyTurns(turns) : classifier.classify(text ?? '');
+        // As the gateway does: agent scaffolding is not the user's words.
+        const stripped = stripTurns(turns ?? { latest: text ?? '', previous: null, assistant: null });
+        const decision = stripped === null ? classifier.classify('') : turns ? classifier.classifyTurns(stripped) : classifier.classify(stripped.latest);
         process.stdout.write(`${JSON.stringify({ ...(id === undefined ? {} : { id }), line, ...decision })}\n`);
       } catch (error) {
         failed += 1;
@@ -143,7 +148,7 @@ async function classifyCommand(args: string[], values: { json?: boolean | undefi
   }
   if (args.length === 0) throw new UsageError('classify needs the message text, e.g. task-router classify "fix the tests"');
   const text = args.join(' ');
-  const decision = classifier.classify(text);
+  const decision = classifier.classify(stripTurns({ latest: text, previous: null, assistant: null })?.latest ?? '');
   process.stdout.write(`${values.json ? JSON.stringify(decision) : explainDecision(text, decision)}\n`);
   return 0;
 }
@@ -154,9 +159,9 @@ async function evalCommand(args: string[], values: { json?: boolean | undefined;
   const classifier = await loadClassifier(values);
   const corpus = await readCorpus(file);
   const report = evaluate(corpus.map(({ line, entry }) => {
-    const turns = entry.messages === undefined ? null : turnsOf(entry.messages);
-    if (entry.messages !== undefined && turns === null) throw new UsageError(`${file}:${line}: "messages" holds no user turn with text`);
-    return { line, entry, decision: turns === null ? classifier.classify(entry.text ?? '') : classifier.classifyTurns(turns) };
+    const turns = corpusTurns(entry);
+    if (turns === null) throw new UsageError(`${file}:${line}: no words of the user (a "messages" line needs a user turn with text, and scaffolding alone is not text)`);
+    return { line, entry, decision: entry.messages === undefined ? classifier.classify(turns.latest) : classifier.classifyTurns(turns) };
   }));
   process.stdout.write(`${values.json ? JSON.stringify(report) : formatReport(file, report)}\n`);
   return report.gates.passed || values['report-only'] ? 0 : 1;
@@ -197,7 +202,10 @@ function serveEnv(values: { port?: string | undefined; upstream?: string | undef
 }
 
 async function serveCommand(values: { config?: string | undefined; port?: string | undefined; upstream?: string | undefined }): Promise<number> {
-  const log = pino({ base: null });
+  const level = process.env.LOG_LEVEL?.trim().toLowerCase() || 'info';
+  if (!LOG_LEVELS.includes(level)) throw new UsageError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${process.env.LOG_LEVEL}"`);
+  // ISO times: operational logs are read by people and shipped to stores that parse ISO 8601.
+  const log = pino({ base: null, level, timestamp: pino.stdTimeFunctions.isoTime });
   const gateway = await startGateway({
     configFile: configFile(values),
     env: serveEnv(values),

@@ -1,10 +1,10 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { compileRuleSet, contextFeatures, createClassifier, createScorer, defaultRuleSet, ENGINES, readContext, trainScorer, turnsOf, type Classifier, type ScorerData, type TrainingExample, type TrainOptions, type Turns } from '../src/index.js';
+import { compileRuleSet, contextFeatures, createClassifier, createScorer, defaultRuleSet, ENGINES, readContext, trainScorer, type Classifier, type ScorerData, type TrainingExample, type TrainOptions, type Turns } from '../src/index.js';
 import { digest, fnv1a } from '../src/scorer.js';
 import { packageRoot } from '../middleware/files.js';
-import { readCorpus, sourceFiles, UsageError } from './corpus.js';
+import { corpusTurns, readCorpus, sourceFiles, UsageError } from './corpus.js';
 
 
 const TrainOptionsSchema = z
@@ -77,12 +77,11 @@ export async function trainFromManifest(manifestFile: string, rules: unknown): P
         if (seen.has(key)) continue;
         seen.add(key);
         const action = entry.expected === 'ACTION';
-        if (entry.text !== undefined) texts.push({ text: entry.text, action, contract });
-        else {
-          const turns = turnsOf(entry.messages ?? []);
-          if (turns === null) throw new UsageError(`${file}:${line}: "messages" holds no user turn with text`);
-          conversations.push({ key, turns, action, contract });
-        }
+        // The models learn from what the gateway classifies: scaffolding stripped.
+        const turns = corpusTurns(entry);
+        if (turns === null) throw new UsageError(`${file}:${line}: no words of the user`);
+        if (entry.text !== undefined) texts.push({ text: turns.latest, action, contract });
+        else conversations.push({ key, turns, action, contract });
       }
     }
   };

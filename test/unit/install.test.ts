@@ -133,6 +133,8 @@ describe('the command line', () => {
         await new Promise((resolve) => setTimeout(resolve, 25));
       }
       expect(url, output).toBeDefined();
+      // Operational log lines carry ISO 8601 times.
+      expect(JSON.parse(output.split('\n')[0] ?? '{}').time).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
       const response = await fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }) });
       expect(response.status).toBe(200);
       await response.arrayBuffer();
@@ -141,6 +143,24 @@ describe('the command line', () => {
       child?.kill('SIGTERM');
       await upstream.close();
     }
+  });
+
+  it('LOG_LEVEL sets the operational log level, and a bad one is refused by name', () => {
+    const bad = spawnSync(process.execPath, [main, 'serve', '--port', '0'], { cwd: dir, encoding: 'utf8', timeout: 60_000, env: { ...process.env, TASK_ROUTER_CONFIG: '', LOG_LEVEL: 'loud' } });
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toMatch(/LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "loud"/);
+  });
+
+  it('the packed tarball carries no benchmark and no install script', () => {
+    const pack = spawnSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: ROOT, encoding: 'utf8', timeout: 120_000 });
+    expect(pack.status, pack.stderr).toBe(0);
+    const [manifest] = JSON.parse(pack.stdout) as { files: { path: string }[] }[];
+    const paths = manifest?.files.map((file) => file.path) ?? [];
+    expect(paths).toContain('dist/cli/main.js');
+    expect(paths).toContain('config/scorer.json');
+    expect(paths.filter((path) => path.startsWith('dist/bench/') || path.startsWith('bench/') || path.startsWith('test/'))).toEqual([]);
+    const scripts = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
+    for (const hook of ['preinstall', 'install', 'postinstall']) expect(scripts[hook]).toBeUndefined();
   });
 
   it('a bad --port or --upstream is a usage error that says what to give', () => {
