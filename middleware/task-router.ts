@@ -30,6 +30,7 @@ import { DEFAULT_HUMAN_TEXT_LIMIT, humanTextLimit } from '../src/formats/format.
 import type { UnsurePolicy } from './config.js';
 import { tokenMatches } from './admin.js';
 import { sendError } from './errors.js';
+import { decisionAttributes, startRequestSpan } from './tracing.js';
 import { setRequestIdHeaders } from './request-id.js';
 import type { TiebreakResult, Tiebreaker } from './tiebreak.js';
 import { SESSION_ID, type SessionTracker } from './sessions.js';
@@ -337,10 +338,12 @@ export function taskRouter(options: TaskRouterOptions = {}): RequestHandler {
     }
 
     const { text, stripped } = human;
+    const span = startRequestSpan(req, res, format.name, (body as JsonObject).model);
 
     /** Our own failure at `stage`: the soft-router prompt goes in, failing that the body goes as it came. */
     const degrade = (stage: 'classify' | 'rewrite', error: unknown) => {
       safely(() => hooks.fallback?.(stage, 'soft_routing', error, req));
+      safely(() => span.setAttribute('task_router.fallback', stage));
       try {
         // The fallback leans on as little as possible: the soft-router prompt and nothing else of ours.
         const softRouter = snapshot.prompts.softRouter;
@@ -407,6 +410,7 @@ export function taskRouter(options: TaskRouterOptions = {}): RequestHandler {
         req.headers[name] = value;
       }
       res.locals.taskRouter = decision;
+      safely(() => span.setAttributes(decisionAttributes(decision)));
       if (decision.override) safely(() => hooks.override?.(decision.override as Mode, req));
       safely(() => hooks.decision?.(decision, req));
       next();
