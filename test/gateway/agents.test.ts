@@ -4,16 +4,16 @@
  * request bodies in the shape each client sends; the gateway must route on the user's own words, log
  * a preview without the scaffolding, and still forward the scaffolding to the LLM untouched.
  */
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { readdirSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { startGateway, type RunningGateway } from '../../middleware/gateway.js';
 import { DecisionRecordSchema, DEFAULT_WRAPPERS, previewOf, wrapperNames, type DecisionRecord } from '../../src/index.js';
 import { ROOT, writeTestConfig } from '../support/config-file.js';
-import { apiReply, startFakeUpstream, type FakeUpstream } from '../support/fake-upstream.js';
+import { scratchAndUpstream } from '../support/suite.js';
+import type { FakeUpstream } from '../support/fake-upstream.js';
 import { CHAT_PATH, postJson } from './clients.js';
 
 const FIXTURES = join(ROOT, 'test/fixtures/agents');
@@ -39,18 +39,7 @@ let upstream: FakeUpstream;
 let gateway: RunningGateway | null = null;
 let logs = 0;
 
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'task-router-agents-'));
-  upstream = await startFakeUpstream(apiReply('ok'));
-});
-afterAll(async () => {
-  await upstream?.close();
-  await rm(dir, { recursive: true, force: true });
-});
-beforeEach(() => {
-  upstream.reset();
-  upstream.respond(apiReply('ok'));
-});
+scratchAndUpstream('agents', (made) => ({ dir, upstream } = made));
 afterEach(async () => {
   await gateway?.close();
   gateway = null;

@@ -1,17 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiReply, startFakeUpstream, startGatewayForTest, type FakeUpstream, type TestGateway } from '../support/fake-upstream.js';
+import { describe, expect, it } from 'vitest';
+import { gatewayAndUpstream } from '../support/suite.js';
+import type { FakeUpstream, TestGateway } from '../support/fake-upstream.js';
 
 let upstream: FakeUpstream;
 let gateway: TestGateway;
 
-beforeAll(async () => {
-  upstream = await startFakeUpstream(apiReply('ok'));
-  gateway = await startGatewayForTest({ upstreamUrl: upstream.url });
-});
-afterAll(async () => {
-  await gateway.close();
-  await upstream.close();
-});
+gatewayAndUpstream((made) => ({ gateway, upstream } = made));
 
 const offer = 'The disk on db-2 is at 97%. Want me to delete the snapshots older than 30 days?';
 

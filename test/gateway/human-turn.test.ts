@@ -1,14 +1,13 @@
+import { gatewayAndUpstream } from '../support/suite.js';
 /**
  * The latest *human* turn decides (FIELD-NOTES 4, 5): tool results and tool-only turns are skipped so an
  * agent loop keeps the route of the task that started it; only text parts of multi-part content count;
  * a body with no human text at all goes upstream byte for byte, with no decision.
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import {
   apiReply,
   promptCopies,
-  startFakeUpstream,
-  startGatewayForTest,
   type ApiName,
   type FakeUpstream,
   type RecordedRequest,
@@ -22,14 +21,7 @@ const QUESTION = 'what is HPOS?';
 let upstream: FakeUpstream;
 let gateway: TestGateway;
 
-beforeAll(async () => {
-  upstream = await startFakeUpstream(apiReply('ok'));
-  gateway = await startGatewayForTest({ upstreamUrl: upstream.url });
-});
-afterAll(async () => {
-  await gateway?.close();
-  await upstream?.close();
-});
+gatewayAndUpstream((made) => ({ gateway, upstream } = made));
 beforeEach(() => {
   upstream.reset();
   upstream.respond(apiReply('ok'));

@@ -7,14 +7,14 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import net from 'node:net';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { startGateway, type RunningGateway } from '../../middleware/gateway.js';
 import { ensureBuilt } from '../support/built.js';
 import { writeTestConfig } from '../support/config-file.js';
-import { apiReply, pieces, replySse, sseEvents, startFakeUpstream, startGatewayForTest, type FakeUpstream } from '../support/fake-upstream.js';
+import { scratchAndUpstream } from '../support/suite.js';
+import { pieces, replySse, sseEvents, startGatewayForTest, type FakeUpstream } from '../support/fake-upstream.js';
 import { capturedLog, parseSamples, scrape, total } from '../support/running.js';
 
 const TOKEN = 'lifecycle-admin-token';
@@ -23,18 +23,7 @@ let upstream: FakeUpstream;
 let gateway: RunningGateway | null = null;
 let child: ChildProcess | null = null;
 
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'task-router-lifecycle-'));
-  upstream = await startFakeUpstream(apiReply('ok'));
-});
-afterAll(async () => {
-  await upstream?.close();
-  await rm(dir, { recursive: true, force: true });
-});
-beforeEach(() => {
-  upstream.reset();
-  upstream.respond(apiReply('ok'));
-});
+scratchAndUpstream('lifecycle', (made) => ({ dir, upstream } = made));
 afterEach(async () => {
   await gateway?.close();
   gateway = null;

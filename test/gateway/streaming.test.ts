@@ -1,17 +1,16 @@
+import { gatewayAndUpstream } from '../support/suite.js';
 /**
  * Streams and connections (FIELD-NOTES 1, 12): SSE passes through unbuffered, a client that goes away
  * aborts the upstream request, an upstream that dies mid-stream does not leave the client hanging, and
  * a chunked client request is re-sent upstream with its true length.
  */
 import http from 'node:http';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import {
   apiReply,
   delayThen,
   replySse,
   sseEvents,
-  startFakeUpstream,
-  startGatewayForTest,
   type ApiName,
   type FakeUpstream,
   type RecordedRequest,
@@ -25,14 +24,7 @@ const GAP_MS = 150;
 let upstream: FakeUpstream;
 let gateway: TestGateway;
 
-beforeAll(async () => {
-  upstream = await startFakeUpstream(apiReply('ok'));
-  gateway = await startGatewayForTest({ upstreamUrl: upstream.url });
-});
-afterAll(async () => {
-  await gateway?.close();
-  await upstream?.close();
-});
+gatewayAndUpstream((made) => ({ gateway, upstream } = made));
 beforeEach(() => {
   upstream.reset();
   upstream.respond(apiReply('ok'));

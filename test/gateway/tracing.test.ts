@@ -1,8 +1,9 @@
 import { propagation, trace } from '@opentelemetry/api';
+import { gatewayAndUpstream } from '../support/suite.js';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiReply, startFakeUpstream, startGatewayForTest, type FakeUpstream, type TestGateway } from '../support/fake-upstream.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { FakeUpstream, TestGateway } from '../support/fake-upstream.js';
 
 const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
 const CLIENT_SPAN = '00f067aa0ba902b7';
@@ -10,15 +11,10 @@ const CLIENT_SPAN = '00f067aa0ba902b7';
 let upstream: FakeUpstream;
 let gateway: TestGateway;
 
-beforeAll(async () => {
-  upstream = await startFakeUpstream(apiReply('ok'));
-  gateway = await startGatewayForTest({ upstreamUrl: upstream.url });
-});
-afterAll(async () => {
+gatewayAndUpstream((made) => ({ gateway, upstream } = made));
+afterAll(() => {
   trace.disable();
   propagation.disable();
-  await gateway.close();
-  await upstream.close();
 });
 
 async function chat(headers: Record<string, string> = {}): Promise<Response> {

@@ -7,11 +7,10 @@
  * Every timing assertion leaves a wide margin: these tests must not flake on a loaded machine.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
+import { scratchAndUpstream } from '../support/suite.js';
 import type { RunningGateway } from '../../middleware/gateway.js';
 import { CHAT_FORMATS, taskKeyOf, type JsonObject } from '../../src/index.js';
 import { ensureBuilt } from '../support/built.js';
@@ -20,7 +19,6 @@ import {
   apiReply,
   closedPort,
   replyJson,
-  startFakeUpstream,
   startGatewayForTest,
   type ApiName,
   type Behaviour,
@@ -48,18 +46,7 @@ function closing<T extends { close(): Promise<void> }>(server: T): T {
   return server;
 }
 
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'task-router-attack-'));
-  upstream = await startFakeUpstream(apiReply('ok'));
-});
-afterAll(async () => {
-  await upstream?.close();
-  await rm(dir, { recursive: true, force: true });
-});
-beforeEach(() => {
-  upstream.reset();
-  upstream.respond(apiReply('ok'));
-});
+scratchAndUpstream('attack', (made) => ({ dir, upstream } = made));
 afterEach(async () => {
   await Promise.all(running.splice(0).map((server) => server.close()));
 });

@@ -5,25 +5,22 @@
  * (headers.test.ts covers forged headers on routed requests, upstream echoes and non-chat paths, and the
  * basic disabled-override case; this file covers the rest.)
  */
-import { mkdtemp, rm } from 'node:fs/promises';
 import { request, type IncomingHttpHeaders } from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { scratchAndUpstream } from '../support/suite.js';
 import { tokenMatches } from '../../middleware/admin.js';
 import { createMetrics } from '../../middleware/metrics.js';
 import { observe } from '../../middleware/observability.js';
 import type { RoutingSnapshot } from '../../middleware/task-router.js';
 import { STRATEGIES } from '../../src/index.js';
 import {
-  apiReply,
   closedPort,
   defaultSnapshot,
   replySse,
   sseEvents,
-  startFakeUpstream,
   startGatewayForTest,
   type ApiName,
   type FakeUpstream,
@@ -39,18 +36,7 @@ const CLIENT_KEYS = ['sk-live-abcdefghijklmnopqrstuvwx', 'sk-ant-api03-zyxwvutsr
 
 let dir: string;
 let upstream: FakeUpstream;
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'task-router-security-'));
-  upstream = await startFakeUpstream(apiReply('ok'));
-});
-afterAll(async () => {
-  await upstream?.close();
-  await rm(dir, { recursive: true, force: true });
-});
-beforeEach(() => {
-  upstream.reset();
-  upstream.respond(apiReply('ok'));
-});
+scratchAndUpstream('security', (made) => ({ dir, upstream } = made));
 
 describe('admin and metrics tokens', () => {
   it('tokenMatches compares digests: any length, same prefix or not, never throws and only matches exactly', () => {
