@@ -139,8 +139,8 @@ const MAX_CLASSIFY_TIMES = 100_000;
 async function serve(kind: Kind, upstreamUrl: string): Promise<void> {
   const express = (await import('express')).default;
   const { createProxyMiddleware, fixRequestBody } = await import('http-proxy-middleware');
-  const { loadConfig } = await import('../middleware/config.js');
-  const { buildSnapshot, createGatewayApp } = await import('../middleware/gateway.js');
+  const { loadConfig } = await import('../gateway/config.js');
+  const { buildSnapshot, createGatewayApp } = await import('../gateway/app.js');
 
   const loaded = await loadConfig(); // the shipped config/default.yaml, no environment overlay
   const { config } = loaded;

@@ -29,9 +29,9 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { stringify } from 'yaml';
-import { timeParts } from '../middleware/daily-files.js';
+import { timeParts } from '../gateway/daily-files.js';
 import { packageRoot } from '../middleware/files.js';
-import { startGateway } from '../middleware/gateway.js';
+import { startGateway } from '../gateway/app.js';
 
 // ---------------------------------------------------------------------------------------------------
 // Settings

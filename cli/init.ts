@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { DEFAULT_CONFIG_FILE } from '../middleware/config.js';
+import { DEFAULT_CONFIG_FILE } from '../gateway/config.js';
 
 const HEADER = `# task-router configuration, written by \`task-router init\`. Every setting is shown with its default;
 # delete what you do not change. Relative paths are resolved from this file's folder.

@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import {
   applyOverride,
@@ -25,14 +25,15 @@ import {
   turnsOf,
   type Turns,
   type Wrapper,
+  type TiebreakResult,
+  type Tiebreaker,
+  type UnsurePolicy,
 } from '../src/index.js';
 import { DEFAULT_HUMAN_TEXT_LIMIT, humanTextLimit } from '../src/formats/format.js';
-import type { UnsurePolicy } from './config.js';
-import { tokenMatches } from './admin.js';
+import { credentialOwner, tokenMatches } from './credentials.js';
 import { sendError } from './errors.js';
 import { decisionAttributes, startRequestSpan } from './tracing.js';
 import { setRequestIdHeaders } from './request-id.js';
-import type { TiebreakResult, Tiebreaker } from './tiebreak.js';
 import { SESSION_ID, type SessionTracker } from './sessions.js';
 
 /** Everything one request is routed with; read once per request, so a reload never mixes two configs. */
@@ -234,15 +235,6 @@ function overrideRefusal(snapshot: RoutingSnapshot, sent: string | string[] | un
   return `${HEADER.override} needs the override token (routing.overrideToken) in ${HEADER.overrideToken}; it is missing or wrong`;
 }
 
-/**
- * Who a request is, for session ownership: a hash of the API credential it carries (Authorization and
- * x-api-key), or '' when it carries none. Only the hash is kept, never the credential.
- */
-function credentialOwner(req: Request): string {
-  const values = [req.headers.authorization, req.headers['x-api-key']].map((value) => (Array.isArray(value) ? value.join(',') : value ?? ''));
-  return values.every((value) => value === '') ? '' : createHash('sha256').update(values.join('\n')).digest('hex');
-}
-
 /** The session a request names: null without the header, an Error for a value we will not key state by. */
 function parseSession(value: string | string[] | undefined, header: string): string | null | Error {
   if (value === undefined) return null;
@@ -294,7 +286,7 @@ export function taskRouter(options: TaskRouterOptions = {}): RequestHandler {
     const requestId = setRequestIdHeaders(req, res);
     // Read before the client's x-task-router-* headers are dropped: the default session header is one.
     const sessionHeader = sessions ? req.headers[sessions.header] : undefined;
-    const owner = sessions ? credentialOwner(req) : '';
+    const owner = sessions ? credentialOwner(req.headers) : '';
     const overrideHeader = req.headers[HEADER.override];
     const overrideToken = req.headers[HEADER.overrideToken];
     dropClientDecisionHeaders(req);

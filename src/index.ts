@@ -92,6 +92,7 @@ export { applyOverride, assemblePrompt, ownPrompts, PROMPT_FILES, routeOf, type 
 export { CHAT_FORMATS, FORMATS, formatForPath, STRATEGIES, type ChatFormat, type FormatName, type JsonObject, type Strategy } from './formats/index.js';
 export { previewOf, redactSecrets } from './redact.js';
 export { DecisionRecordSchema, memoryEntry, type DecisionRecord } from './records.js';
+export { TIEBREAK_RESULTS, UNSURE_POLICIES, type TiebreakResult, type TiebreakVerdict, type Tiebreaker, type UnsurePolicy } from './unsure.js';
 export { DEFAULT_WRAPPERS, readWrappers, stripWrappers, wrapperNames, WrappersError, WrappersSchema, type Stripped, type Wrapper, type WrapperData } from './wrappers.js';
 export {
   debatable, emptySession, errorSignature, FAILURE_TRIGGERS, FAILURE_VERDICTS, MAX_ERROR_SIGNATURES, normalizeError, OUTCOMES, recordDecision, recordOutcome, resolveTask, takePending, taskKeyOf,

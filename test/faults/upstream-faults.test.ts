@@ -9,9 +9,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningGateway } from '../../middleware/gateway.js';
-import { STATUS_CLASSES } from '../../middleware/metrics.js';
-import { UPSTREAM_ERROR_KINDS } from '../../middleware/proxy.js';
+import type { RunningGateway } from '../../gateway/app.js';
+import { STATUS_CLASSES } from '../../gateway/metrics.js';
+import { UPSTREAM_ERROR_KINDS } from '../../gateway/proxy.js';
 import { FORMATS } from '../../src/index.js';
 import {
   apiReply,

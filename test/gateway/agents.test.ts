@@ -9,7 +9,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { startGateway, type RunningGateway } from '../../middleware/gateway.js';
+import { startGateway, type RunningGateway } from '../../gateway/app.js';
 import { DecisionRecordSchema, DEFAULT_WRAPPERS, previewOf, wrapperNames, type DecisionRecord } from '../../src/index.js';
 import { ROOT, writeTestConfig } from '../support/config-file.js';
 import { scratchAndUpstream } from '../support/suite.js';

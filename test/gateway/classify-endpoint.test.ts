@@ -6,7 +6,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningGateway } from '../../middleware/gateway.js';
+import type { RunningGateway } from '../../gateway/app.js';
 import { DecisionSchema } from '../../src/index.js';
 import { ROOT } from '../support/config-file.js';
 import { apiReply, startFakeUpstream, type FakeUpstream } from '../support/fake-upstream.js';

@@ -2,7 +2,7 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startGateway, type RunningGateway } from '../../middleware/gateway.js';
+import { startGateway, type RunningGateway } from '../../gateway/app.js';
 import { loadPrompts } from '../../middleware/prompts.js';
 import { DecisionRecordSchema, taskKeyOf, type PromptSet } from '../../src/index.js';
 import { writeTestConfig } from '../support/config-file.js';

@@ -7,8 +7,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEchoUpstream, type EchoUpstream } from '../../middleware/echo-upstream.js';
-import { startGateway, type RunningGateway } from '../../middleware/gateway.js';
+import { startEchoUpstream, type EchoUpstream } from '../../gateway/echo-upstream.js';
+import { startGateway, type RunningGateway } from '../../gateway/app.js';
 import { startGatewayForTest, type TestGateway } from '../support/fake-upstream.js';
 import { APIS, askWithSdk, openaiClient } from './clients.js';
 

@@ -1,8 +1,8 @@
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createGatewayApp } from '../../middleware/gateway.js';
-import { startEchoUpstream, type EchoUpstream } from '../../middleware/echo-upstream.js';
+import { createGatewayApp } from '../../gateway/app.js';
+import { startEchoUpstream, type EchoUpstream } from '../../gateway/echo-upstream.js';
 import { loadPrompts } from '../../middleware/prompts.js';
 import type { RoutingSnapshot } from '../../middleware/task-router.js';
 import { createClassifier, type PromptSet } from '../../src/index.js';

@@ -3,7 +3,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startGateway, type RunningGateway } from '../../middleware/gateway.js';
+import { startGateway, type RunningGateway } from '../../gateway/app.js';
 import { ROOT, writeTestConfig } from '../support/config-file.js';
 
 const TOKEN = 'admin-token-for-tests';

@@ -10,7 +10,7 @@ import net from 'node:net';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startGateway, type RunningGateway } from '../../middleware/gateway.js';
+import { startGateway, type RunningGateway } from '../../gateway/app.js';
 import { ensureBuilt } from '../support/built.js';
 import { writeTestConfig } from '../support/config-file.js';
 import { scratchAndUpstream } from '../support/suite.js';

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { z } from 'zod';
-import type { RunningGateway } from '../../middleware/gateway.js';
+import type { RunningGateway } from '../../gateway/app.js';
 import { createClassifier } from '../../src/index.js';
 import { ROOT } from '../support/config-file.js';
 import { parseSamples, series, startConfigured, type Sample } from '../support/running.js';

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startGateway, type RunningGateway } from '../../middleware/gateway.js';
+import { startGateway, type RunningGateway } from '../../gateway/app.js';
 import { DecisionRecordSchema } from '../../src/index.js';
 import { ROOT, writeTestConfig } from '../support/config-file.js';
 

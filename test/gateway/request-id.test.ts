@@ -6,7 +6,7 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { RunningGateway } from '../../middleware/gateway.js';
+import type { RunningGateway } from '../../gateway/app.js';
 import { sanitizeRequestId } from '../../middleware/request-id.js';
 import { DecisionRecordSchema, type DecisionRecord } from '../../src/index.js';
 import { apiReply, closedPort, replyRaw, startFakeUpstream, type FakeUpstream } from '../support/fake-upstream.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTiebreaker, type TiebreakSettings } from '../../middleware/tiebreak.js';
+import { createTiebreaker, type TiebreakSettings } from '../../gateway/tiebreak.js';
 import { delayThen, openaiChatCompletion, replyJson, replyRaw, startFakeUpstream, type FakeUpstream } from '../support/fake-upstream.js';
 
 let endpoint: FakeUpstream;

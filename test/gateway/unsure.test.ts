@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClassifier, defaultScorer, type ScorerData } from '../../src/index.js';
 import { scorerDigest } from '../../src/scorer.js';
-import { createTiebreaker } from '../../middleware/tiebreak.js';
+import { createTiebreaker } from '../../gateway/tiebreak.js';
 import type { RoutingSnapshot } from '../../middleware/task-router.js';
 import { apiReply, defaultSnapshot, delayThen, openaiChatCompletion, replyJson, startFakeUpstream, startGatewayForTest, type FakeUpstream, type TestGateway } from '../support/fake-upstream.js';
 

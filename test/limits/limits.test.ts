@@ -8,7 +8,7 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningGateway } from '../../middleware/gateway.js';
+import type { RunningGateway } from '../../gateway/app.js';
 import { apiReply, startFakeUpstream, startGatewayForTest, type FakeUpstream, type TestGateway } from '../support/fake-upstream.js';
 import { startConfigured } from '../support/running.js';
 import { APIS, CHAT_PATH, postJson } from '../gateway/clients.js';

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
 import { scratchAndUpstream } from '../support/suite.js';
-import type { RunningGateway } from '../../middleware/gateway.js';
+import type { RunningGateway } from '../../gateway/app.js';
 import { CHAT_FORMATS, taskKeyOf, type JsonObject } from '../../src/index.js';
 import { ensureBuilt } from '../support/built.js';
 import { ROOT, writeTestConfig } from '../support/config-file.js';
@@ -266,7 +266,7 @@ describe('1. the gateway process survives', () => {
   /** startGateway in a process of its own, which throws or rejects on command (a line on stdin). */
   const SCRIPT = `
     import { pino } from 'pino';
-    import { startGateway } from ${JSON.stringify(join(ROOT, 'dist/middleware/gateway.js'))};
+    import { startGateway } from ${JSON.stringify(join(ROOT, 'dist/gateway/app.js'))};
     const gateway = await startGateway({ configFile: process.env.CONFIG_FILE, env: {}, log: pino({ base: null }) });
     console.log(JSON.stringify({ msg: 'ready', url: gateway.url }));
     process.stdin.setEncoding('utf8');
@@ -280,7 +280,7 @@ describe('1. the gateway process survives', () => {
   `;
 
   it('startGateway: a request-scoped uncaught exception and an unhandled rejection are logged and counted, and it keeps serving; anything else exits 1', async () => {
-    ensureBuilt('middleware/gateway.js');
+    ensureBuilt('gateway/app.js');
     const config = await writeTestConfig(dir, 'last-resort.yaml', { upstream: { url: upstream.url }, logging: { decisions: false, memory: false } });
     const gateway = await spawnGateway(['--input-type=module', '-e', SCRIPT], { CONFIG_FILE: config });
     gateway.child.stdin.write('socket-error\nrejection\n');

@@ -11,9 +11,9 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { scratchAndUpstream } from '../support/suite.js';
-import { tokenMatches } from '../../middleware/admin.js';
-import { createMetrics } from '../../middleware/metrics.js';
-import { observe } from '../../middleware/observability.js';
+import { tokenMatches } from '../../middleware/credentials.js';
+import { createMetrics } from '../../gateway/metrics.js';
+import { observe } from '../../gateway/observability.js';
 import type { RoutingSnapshot } from '../../middleware/task-router.js';
 import { STRATEGIES } from '../../src/index.js';
 import {

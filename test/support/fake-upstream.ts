@@ -5,8 +5,8 @@
  */
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { createGatewayApp, buildSnapshot, type GatewayAppOptions } from '../../middleware/gateway.js';
-import { loadConfig, DEFAULT_CONFIG_FILE } from '../../middleware/config.js';
+import { createGatewayApp, buildSnapshot, type GatewayAppOptions } from '../../gateway/app.js';
+import { loadConfig, DEFAULT_CONFIG_FILE } from '../../gateway/config.js';
 import type { RoutingSnapshot } from '../../middleware/task-router.js';
 import type { PromptSet, Strategy } from '../../src/index.js';
 

@@ -4,7 +4,7 @@
  */
 import { Writable } from 'node:stream';
 import { pino, type Logger } from 'pino';
-import { startGateway, type RunningGateway } from '../../middleware/gateway.js';
+import { startGateway, type RunningGateway } from '../../gateway/app.js';
 import { writeTestConfig } from './config-file.js';
 
 type Changes = Record<string, Record<string, unknown>>;

@@ -2,8 +2,8 @@ import express, { type Request, type Response, type Router } from 'express';
 import { z } from 'zod';
 import { OUTCOMES, type Outcome, type PendingDebate } from '../src/index.js';
 import { bearerAuth } from './admin.js';
-import { jsonKind, ownEndpointErrors, sendRouterError } from './errors.js';
-import { SESSION_ID, type SessionTracker } from './sessions.js';
+import { jsonKind, ownEndpointErrors, sendRouterError } from '../middleware/errors.js';
+import { SESSION_ID, type SessionTracker } from '../middleware/sessions.js';
 
 /**
  * A report names its task by the decision id the gateway returned for it (x-task-router-decision-id):

@@ -1,12 +1,8 @@
 import { createHash } from 'node:crypto';
 import { dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
-import { STRATEGIES } from '../src/index.js';
-
-/** What an unsure decision does under hard routing (routing.onUnsure). */
-export const UNSURE_POLICIES = ['soft', 'answer', 'action', 'tiebreak'] as const;
-export type UnsurePolicy = (typeof UNSURE_POLICIES)[number];
-import { packageRoot, readDataFile } from './files.js';
+import { STRATEGIES, UNSURE_POLICIES } from '../src/index.js';
+import { packageRoot, readDataFile } from '../middleware/files.js';
 
 /** The gateway's configuration file, validated at load; every field has a default. */
 export const ConfigSchema = z

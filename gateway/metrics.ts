@@ -2,8 +2,8 @@ import { CONFIDENCES, FORMATS, MODES, OUTCOMES, STEPS } from '../src/index.js';
 import { STAKES } from '../src/decision.js';
 import { CLASSIFY_RESULTS } from './classify-endpoint.js';
 import { UPSTREAM_ERROR_KINDS } from './proxy.js';
-import { SKIP_REASONS } from './task-router.js';
-import { TIEBREAK_RESULTS } from './tiebreak.js';
+import { SKIP_REASONS } from '../middleware/task-router.js';
+import { TIEBREAK_RESULTS } from '../src/index.js';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 /** Classification takes microseconds: buckets from 1 µs to 100 ms. */

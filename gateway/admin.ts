@@ -1,25 +1,10 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { z } from 'zod';
-import { jsonKind, ownEndpointErrors, sendRouterError } from './errors.js';
+import { bearerToken, tokenMatches } from '../middleware/credentials.js';
+import { jsonKind, ownEndpointErrors, sendRouterError } from '../middleware/errors.js';
 import type { RoutingRuntime } from './runtime.js';
 
 const FlagsSchema = z.object({ hardRouting: z.boolean() }).strict();
-
-const digest = (text: string) => createHash('sha256').update(text).digest();
-
-/** Constant-time comparison of a presented bearer token with the expected one (lengths hidden too). */
-export function tokenMatches(presented: string, expected: string): boolean {
-  return timingSafeEqual(digest(presented), digest(expected));
-}
-
-/** The auth scheme is case-insensitive (RFC 9110 §11.1): "bearer" and "BEARER" are Bearer. */
-const BEARER = /^Bearer[ \t]+(\S.*)$/i;
-
-/** The token of an `Authorization: Bearer <token>` header, or '' when there is none. */
-export function bearerToken(header: string | undefined): string {
-  return BEARER.exec(header ?? '')?.[1]?.trim() ?? '';
-}
 
 export interface BearerOptions {
   /** The realm named in WWW-Authenticate. */

@@ -5,24 +5,24 @@ import { formatForPath, type Outcome } from '../src/index.js';
 import { adminRouter, bearerAuth } from './admin.js';
 import { startEchoUpstream, type EchoUpstream } from './echo-upstream.js';
 import { classifyRouter } from './classify-endpoint.js';
-import { requestIds } from './request-id.js';
-import { finalErrorHandler, sendRouterError } from './errors.js';
-import { bodyErrors, jsonBody } from './json-body.js';
-import { DEFAULT_MAX_MESSAGES, messageLimit } from './limits.js';
+import { requestIds } from '../middleware/request-id.js';
+import { finalErrorHandler, sendRouterError } from '../middleware/errors.js';
+import { bodyErrors, jsonBody } from '../middleware/json-body.js';
+import { DEFAULT_MAX_MESSAGES, messageLimit } from '../middleware/limits.js';
 import { pino, type Logger } from 'pino';
 import { offsetMinutes, type GatewayConfig } from './config.js';
 import { createMetrics } from './metrics.js';
 import { observe, type GatewayHooks } from './observability.js';
 import { outcomesRouter, sessionsRouter } from './outcomes.js';
-import { refuseAmbiguousPaths } from './paths.js';
+import { refuseAmbiguousPaths } from '../middleware/paths.js';
 import { guardProcess } from './process-guard.js';
 import { createUpstreamProxy, type UpstreamOptions } from './proxy.js';
 import { RoutingRuntime, type ReloadStatus, type RuntimeEvents } from './runtime.js';
 import { requestIdOf } from './observability.js';
-import { MemorySessionStore, SessionTracker } from './sessions.js';
+import { MemorySessionStore, SessionTracker } from '../middleware/sessions.js';
 
 export { buildSnapshot } from './snapshot.js';
-import { dropClientDecisionHeaders, taskRouter, type RoutingSnapshot } from './task-router.js';
+import { dropClientDecisionHeaders, taskRouter, type RoutingSnapshot } from '../middleware/task-router.js';
 
 export interface GatewayAppOptions {
   readonly snapshot: () => RoutingSnapshot;

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Mode } from '../src/index.js';
+import type { Mode, Tiebreaker } from '../src/index.js';
 
 /** One short classification call for an unsure decision, to an OpenAI-compatible chat completions endpoint. */
 export interface TiebreakSettings {
@@ -14,21 +14,6 @@ export interface TiebreakSettings {
   readonly cacheSize: number;
   /** The system prompt of the call: it must ask for one word, ANSWER or ACTION. */
   readonly prompt: string;
-}
-
-/** How a tie-breaker call ended: a verdict (fresh or cached), or why there is none. */
-export const TIEBREAK_RESULTS = ['answer', 'action', 'cached', 'timeout', 'error', 'invalid'] as const;
-export type TiebreakResult = (typeof TIEBREAK_RESULTS)[number];
-
-export interface TiebreakVerdict {
-  /** null: no verdict; the caller falls back to soft routing. */
-  readonly mode: Mode | null;
-  readonly result: TiebreakResult;
-  readonly seconds: number;
-}
-
-export interface Tiebreaker {
-  decide(text: string): Promise<TiebreakVerdict>;
 }
 
 /** Characters of the message sent to the tie-breaker: its head and tail, where a request sits. */

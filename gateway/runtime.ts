@@ -2,7 +2,7 @@ import { watch, type FSWatcher } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { loadConfig, type GatewayConfig, type LoadedConfig } from './config.js';
 import { buildSnapshot } from './snapshot.js';
-import type { RoutingSnapshot } from './task-router.js';
+import type { RoutingSnapshot } from '../middleware/task-router.js';
 
 export type ReloadResult =
   | { readonly ok: true; readonly configHash: string; readonly hardRouting: boolean; readonly restartRequired: readonly string[] }

@@ -1,8 +1,8 @@
 import express, { type Request, type Response, type Router } from 'express';
 import { z } from 'zod';
 import { CHAT_FORMATS, DEFAULT_WRAPPERS, routeOf, stripWrappers, type Decision, type Turns } from '../src/index.js';
-import { jsonKind, ownEndpointErrors, sendRouterError } from './errors.js';
-import { humanTurns, type RoutingSnapshot } from './task-router.js';
+import { jsonKind, ownEndpointErrors, sendRouterError } from '../middleware/errors.js';
+import { humanTurns, type RoutingSnapshot } from '../middleware/task-router.js';
 
 /** How a POST /router/classify request ended: a closed set, for the metric. */
 export const CLASSIFY_RESULTS = ['answer', 'action', 'no_human_text', 'invalid'] as const;

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { requestIdOf } from './request-id.js';
+import { requestIdOf } from '../middleware/request-id.js';
 import { join } from 'node:path';
 import type { Request, Response } from 'express';
 import type { Logger } from 'pino';
@@ -9,7 +9,7 @@ import type { ClassifyResult } from './classify-endpoint.js';
 import type { Metrics } from './metrics.js';
 import type { UpstreamHooks } from './proxy.js';
 import type { ReloadResult } from './runtime.js';
-import { debatesOf, routingOf, type RoutedDecision, type RoutingHooks } from './task-router.js';
+import { debatesOf, routingOf, type RoutedDecision, type RoutingHooks } from '../middleware/task-router.js';
 
 export interface LoggingOptions {
   /** Where decisions/ and memory/ go; null writes no files. */
@@ -34,7 +34,7 @@ export interface GatewayHooks extends RoutingHooks, UpstreamHooks {
   internalError?(error: unknown, req: Request): void;
 }
 
-export { requestIdOf } from './request-id.js';
+export { requestIdOf } from '../middleware/request-id.js';
 
 /** A trigger's matched text for the memory log: redacted and short (a URL can carry a token). */
 const shownMatch = (match: string) => {

@@ -2,9 +2,9 @@ import { createClassifier, readWrappers } from '../src/index.js';
 import { fingerprint, withoutSecrets, type LoadedConfig } from './config.js';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { packageRoot, readDataFile } from './files.js';
-import { loadPrompts } from './prompts.js';
-import type { RoutingSnapshot } from './task-router.js';
+import { packageRoot, readDataFile } from '../middleware/files.js';
+import { loadPrompts } from '../middleware/prompts.js';
+import type { RoutingSnapshot } from '../middleware/task-router.js';
 import { createTiebreaker } from './tiebreak.js';
 
 /** Reads the rule set and prompts a configuration names and compiles them into a routing snapshot. */

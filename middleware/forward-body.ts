@@ -1,0 +1,48 @@
+import type http from 'node:http';
+import type { Request } from 'express';
+import { rawBodyOf } from './json-body.js';
+import { routingOf } from './task-router.js';
+
+/** The body to forward for a request `jsonBody` consumed: the rewritten JSON if taskRouter changed it, else the original bytes. */
+export function forwardedBody(req: Request): { readonly bytes: Buffer; readonly rewritten: boolean } | undefined {
+  const raw = rawBodyOf(req);
+  const routing = routingOf(req);
+  if (raw === undefined) {
+    // Another body parser (the host app's express.json()) read the stream and kept no bytes: piping the
+    // spent stream would leave the upstream waiting for a body that never comes, so the parsed body is
+    // serialized again. Not byte for byte, but the same JSON.
+    if (!parsedElsewhere(req)) return undefined;
+    const serialized = routing?.rewritten ? routing.serialized : undefined;
+    return { bytes: serialized && serialized.from === req.body ? serialized.bytes : Buffer.from(JSON.stringify(req.body)), rewritten: true };
+  }
+  if (!routing?.rewritten) return { bytes: raw, rewritten: false };
+  // taskRouter serialized the body it wrote; a later middleware that replaced req.body gets it serialized here.
+  const serialized = routing.serialized;
+  return { bytes: serialized && serialized.from === req.body ? serialized.bytes : Buffer.from(JSON.stringify(req.body)), rewritten: true };
+}
+
+/** Whether a body parser other than jsonBody consumed the request: the stream is spent and req.body set. */
+function parsedElsewhere(req: Request): boolean {
+  return req.body !== undefined && req.readableEnded;
+}
+
+/**
+ * A `proxyReq` handler for http-proxy-middleware behind `jsonBody`: the body was consumed by parsing, so
+ * it is sent again in full, with its true length and no chunked transfer encoding (an upstream answers
+ * a request carrying both with 400): the rewritten JSON if taskRouter changed it, else the original bytes.
+ * A rewritten body is JSON whatever content type the client sent (curl -d says form-encoded, fetch says
+ * text/plain), so it goes as application/json, not re-encoded by the client's label.
+ * Caveat: http-proxy fires `proxyReq` when the request gets a socket; with an agent that queued it
+ * (maxSockets reached) its headers are already sent by then (http-party/node-http-proxy#1478), so our
+ * own proxy uses `forwardBodyOnCreation` instead.
+ */
+export function restreamBody(proxyReq: http.ClientRequest, req: Request): void {
+  const body = forwardedBody(req);
+  if (body === undefined) return;
+  proxyReq.removeHeader('transfer-encoding');
+  proxyReq.removeHeader('content-encoding');
+  if (body.rewritten) proxyReq.setHeader('content-type', 'application/json');
+  proxyReq.setHeader('content-length', body.bytes.length);
+  proxyReq.write(body.bytes);
+}
+
