@@ -1,8 +1,8 @@
 import express, { type Request, type Response, type Router } from 'express';
 import { z } from 'zod';
-import { CHAT_FORMATS, DEFAULT_WRAPPERS, routeOf, stripWrappers, type Decision, type Turns } from '../src/index.js';
+import { CHAT_FORMATS, DEFAULT_WRAPPERS, readHumanTurns, routeOf, stripWrappers, type Decision, type Turns } from '../src/index.js';
 import { jsonKind, ownEndpointErrors, sendRouterError } from '../middleware/errors.js';
-import { humanTurns, type RoutingSnapshot } from '../middleware/task-router.js';
+import type { RoutingSnapshot } from '../middleware/task-router.js';
 
 /** How a POST /router/classify request ended: a closed set, for the metric. */
 export const CLASSIFY_RESULTS = ['answer', 'action', 'no_human_text', 'invalid'] as const;
@@ -30,7 +30,7 @@ function turnsFrom(body: z.infer<typeof ClassifyBodySchema>, snapshot: RoutingSn
     return result.text === '' ? null : { turns: { latest: result.text, previous: null, assistant: null }, stripped: result.stripped };
   }
   // OpenAI chat and Anthropic read a user turn's text parts alike; `input` is OpenAI responses.
-  return humanTurns('messages' in body ? CHAT_FORMATS['openai-chat'] : CHAT_FORMATS['openai-responses'], body, snapshot);
+  return readHumanTurns(snapshot, 'messages' in body ? CHAT_FORMATS['openai-chat'] : CHAT_FORMATS['openai-responses'], body);
 }
 
 /**

@@ -9,7 +9,7 @@ import type { ClassifyResult } from './classify-endpoint.js';
 import type { Metrics } from './metrics.js';
 import type { UpstreamHooks } from './proxy.js';
 import type { ReloadResult } from './runtime.js';
-import { debatesOf, routingOf, type RoutedDecision, type RoutingHooks } from '../middleware/task-router.js';
+import { routingOf, type RoutedDecision, type RoutingHooks } from '../middleware/task-router.js';
 
 export interface LoggingOptions {
   /** Where decisions/ and memory/ go; null writes no files. */
@@ -91,7 +91,7 @@ export function observe(metrics: Metrics, logging: LoggingOptions, log: Logger, 
   const memoryFiles = logging.memory ? files('memory', 'md') : null;
 
   const hooks: GatewayHooks = {
-    decision(decision) {
+    decision(decision, req) {
       metrics.decisions.inc({ mode: decision.mode, confidence: decision.confidence, routing: decision.routing, step: decision.step });
       if (decision.unsure) metrics.unsure.inc({ policy: decision.unsurePolicy ?? 'shadow', mode: decision.mode });
       if (decision.tiebreak) {
@@ -100,7 +100,7 @@ export function observe(metrics: Metrics, logging: LoggingOptions, log: Logger, 
       }
       for (const trigger of decision.triggers) metrics.triggers.inc({ rule: trigger.rule });
       if (decision.micros !== undefined) metrics.classifyDuration.observe(decision.micros / 1e6);
-      for (const debate of debatesOf(decision)) metrics.debates.inc(debate);
+      for (const debate of routingOf(req)?.routed?.debates ?? []) metrics.debates.inc(debate);
       if (!decisionFiles && !memoryFiles) return;
       const { iso, day, clock } = timeParts(now(), logging.utcOffsetMinutes);
       const record = decisionRecord(decision, iso, logging.preview);

@@ -2,13 +2,10 @@ import http from 'node:http';
 import https from 'node:https';
 import type { Request, RequestHandler, Response } from 'express';
 import { createProxyMiddleware } from 'http-proxy-middleware';
-import { formatForPath } from '../src/index.js';
+import { formatForPath, HEADER_PREFIX } from '../src/index.js';
 import { sendError } from '../middleware/errors.js';
 import { forwardedBody } from '../middleware/forward-body.js';
 import { dropHopByHop } from '../middleware/json-body.js';
-import { decisionHeaders, routingOf } from '../middleware/task-router.js';
-
-const DECISION_PREFIX = 'x-task-router-';
 
 /**
  * Gets hold of the upstream request the moment http-proxy creates it, and sends the forwarded body then.
@@ -199,10 +196,9 @@ export function createUpstreamProxy(options: UpstreamOptions, hooks: UpstreamHoo
         // itself. Connection says what the client's own request asked for.
         dropHopByHop(proxyRes.headers);
         proxyRes.headers.connection = res.shouldKeepAlive ? 'keep-alive' : 'close';
-        // Decision headers are ours to send: an upstream's never reach the client, on any path.
-        for (const name of Object.keys(proxyRes.headers)) if (name.startsWith(DECISION_PREFIX)) delete proxyRes.headers[name];
-        const decision = routingOf(req)?.decision;
-        if (decision) Object.assign(proxyRes.headers, decisionHeaders(decision));
+        // Decision headers are ours to send (taskRouter set them on the response): an upstream's never
+        // reach the client, on any path.
+        for (const name of Object.keys(proxyRes.headers)) if (name.startsWith(HEADER_PREFIX)) delete proxyRes.headers[name];
         safely(() => hooks.response?.(proxyRes.statusCode ?? 0, req));
       });
       proxyServer.on('error', (error, req, res) => {

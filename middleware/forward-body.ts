@@ -6,19 +6,14 @@ import { routingOf } from './task-router.js';
 /** The body to forward for a request `jsonBody` consumed: the rewritten JSON if taskRouter changed it, else the original bytes. */
 export function forwardedBody(req: Request): { readonly bytes: Buffer; readonly rewritten: boolean } | undefined {
   const raw = rawBodyOf(req);
-  const routing = routingOf(req);
-  if (raw === undefined) {
-    // Another body parser (the host app's express.json()) read the stream and kept no bytes: piping the
-    // spent stream would leave the upstream waiting for a body that never comes, so the parsed body is
-    // serialized again. Not byte for byte, but the same JSON.
-    if (!parsedElsewhere(req)) return undefined;
-    const serialized = routing?.rewritten ? routing.serialized : undefined;
-    return { bytes: serialized && serialized.from === req.body ? serialized.bytes : Buffer.from(JSON.stringify(req.body)), rewritten: true };
-  }
-  if (!routing?.rewritten) return { bytes: raw, rewritten: false };
+  const serialized = routingOf(req)?.serialized ?? null;
+  // Another body parser (the host app's express.json()) read the stream and kept no bytes: piping the
+  // spent stream would leave the upstream waiting for a body that never comes, so the parsed body is
+  // serialized again. Not byte for byte, but the same JSON.
+  if (raw === undefined && !parsedElsewhere(req)) return undefined;
+  if (raw !== undefined && serialized === null) return { bytes: raw, rewritten: false };
   // taskRouter serialized the body it wrote; a later middleware that replaced req.body gets it serialized here.
-  const serialized = routing.serialized;
-  return { bytes: serialized && serialized.from === req.body ? serialized.bytes : Buffer.from(JSON.stringify(req.body)), rewritten: true };
+  return { bytes: serialized !== null && serialized.from === req.body ? serialized.bytes : Buffer.from(JSON.stringify(req.body)), rewritten: true };
 }
 
 /** Whether a body parser other than jsonBody consumed the request: the stream is spent and req.body set. */

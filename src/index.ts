@@ -1,81 +1,7 @@
 /**
  * task-router's pure core: deterministic ANSWER / ACTION routing of one message, with no I/O.
  */
-import defaultRuleSet from '../config/rules.json' with { type: 'json' };
-import defaultScorer from '../config/scorer.json' with { type: 'json' };
-import defaultContextModel from '../config/context.json' with { type: 'json' };
-import { classifyText, readRules, scorerFeatures } from './classify.js';
-import { classifyInContext, type Turns } from './context.js';
-import type { Decision } from './decision.js';
-import type { EngineName, RegexEngine } from './engines/engine.js';
-import { re2jsEngine } from './engines/re2js.js';
-import { re2wasmEngine } from './engines/re2wasm.js';
-import { compileRuleSet, type CompiledRuleSet } from './ruleset.js';
-import { createScorer, type Scorer } from './scorer.js';
-
-export const ENGINES: Readonly<Record<EngineName, RegexEngine>> = { re2js: re2jsEngine, 're2-wasm': re2wasmEngine };
-
-/**
- * Default scan budget: 16 Ki UTF-16 units per message, read as 8 Ki at each end. A request sits at the
- * start or the end of a paste; reading more costs about 1 ms per Ki on re2js (see bench/classify.ts).
- */
-export const DEFAULT_SCAN_BUDGET = 16 * 1024;
-
-export interface ClassifierOptions {
-  /** Rule set data (the shape of config/rules.json); validated and compiled once. Default: the shipped rules. */
-  rules?: unknown;
-  /** Scorer weights (the shape of config/scorer.json); null: the rules alone decide. Default: the shipped weights. */
-  scorer?: unknown;
-  /** Context weights (same shape as the scorer's); null: follow-ups route on their own. Default: the shipped weights. */
-  context?: unknown;
-  /** Regex engine; default `re2js`. */
-  engine?: EngineName | RegexEngine;
-  /** Most characters read per message; default DEFAULT_SCAN_BUDGET. */
-  scanBudget?: number;
-  /** Monotonic clock in milliseconds (e.g. `performance.now`); when given, decisions carry `micros`. */
-  now?: () => number;
-}
-
-export interface Classifier {
-  /** Routes one message on its own. */
-  classify(text: string): Decision;
-  /** Routes the latest human turn in the light of the conversation (step `context` when it is a follow-up). */
-  classifyTurns(turns: Turns): Decision;
-  /** The scorer's features of a message (what training and explanations see). */
-  features(text: string): string[];
-  readonly ruleIds: readonly string[];
-  readonly engine: EngineName;
-  /** Id of the scorer weights; null when the rules alone decide. */
-  readonly scorerId: string | null;
-}
-
-/**
- * Compiles the rules and loads the scorer once, and returns a classifier. Throws RuleSetError naming
- * every invalid rule, or ScorerError saying what is wrong with the weights.
- */
-export function createClassifier(options: ClassifierOptions = {}): Classifier {
-  const engine = typeof options.engine === 'object' ? options.engine : ENGINES[options.engine ?? 're2js'];
-  if (!engine) throw new Error(`unknown regex engine "${String(options.engine)}": use one of ${Object.keys(ENGINES).join(', ')}`);
-  const scanBudget = options.scanBudget ?? DEFAULT_SCAN_BUDGET;
-  if (!Number.isInteger(scanBudget) || scanBudget < 256) throw new Error(`scanBudget must be a whole number of at least 256 characters, got ${scanBudget}`);
-  const compiled: CompiledRuleSet = compileRuleSet(options.rules === undefined ? defaultRuleSet : options.rules, engine);
-  const scorer: Scorer | null = options.scorer === null ? null : createScorer(options.scorer ?? defaultScorer);
-  const classifyOptions = { scanBudget, scorer, ...(options.now ? { now: options.now } : {}) };
-  const classify = (text: string) => classifyText(compiled, text, classifyOptions);
-  const features = (text: string) => scorerFeatures(readRules(compiled, text, scanBudget));
-  const cues = compiled.context;
-  const contextModel: Scorer | null = options.context === null || cues === null ? null : createScorer(options.context ?? defaultContextModel);
-  return {
-    classify,
-    classifyTurns: (turns) => (contextModel === null || cues === null ? classify(turns.latest) : classifyInContext(turns, cues, contextModel, classify, features)),
-    features,
-    ruleIds: compiled.rules.map((rule) => rule.id),
-    engine: engine.name,
-    scorerId: scorer?.id ?? null,
-  };
-}
-
-export { defaultContextModel, defaultRuleSet, defaultScorer };
+export { createClassifier, DEFAULT_SCAN_BUDGET, ENGINES, defaultContextModel, defaultRuleSet, defaultScorer, type Classifier, type ClassifierOptions } from './classifier.js';
 export { classifyInContext, contextFeatures, ContextCuesSchema, followUpKind, offerIn, readContext, turnsOf, type ContextCues, type ContextReading, type Turns } from './context.js';
 export { createScorer, ScorerDataSchema, ScorerError, type FeatureWeight, type Scorer, type ScorerData } from './scorer.js';
 export { trainScorer, type TrainingExample, type TrainOptions } from './train.js';
@@ -92,6 +18,12 @@ export { applyOverride, assemblePrompt, ownPrompts, PROMPT_FILES, routeOf, type 
 export { CHAT_FORMATS, FORMATS, formatForPath, STRATEGIES, type ChatFormat, type FormatName, type JsonObject, type Strategy } from './formats/index.js';
 export { previewOf, redactSecrets } from './redact.js';
 export { DecisionRecordSchema, memoryEntry, type DecisionRecord } from './records.js';
+export { HEADER, HEADER_PREFIX } from './decision-headers.js';
+export { humanTurns, type HumanTurnOptions, type HumanTurns } from './human-turns.js';
+export {
+  classifyRequest, debatesOf, decisionHeaders, readHumanTurns, routeRequest, sessionReport, softRoutedBody, withTiebreak,
+  type ClassifiedRequest, type DebateCarried, type DebateKind, type RouteInputs, type RoutedDecision, type RoutedRequest, type RoutingState,
+} from './route-request.js';
 export { TIEBREAK_RESULTS, UNSURE_POLICIES, type TiebreakResult, type TiebreakVerdict, type Tiebreaker, type UnsurePolicy } from './unsure.js';
 export { DEFAULT_WRAPPERS, readWrappers, stripWrappers, wrapperNames, WrappersError, WrappersSchema, type Stripped, type Wrapper, type WrapperData } from './wrappers.js';
 export {

@@ -1,0 +1,216 @@
+import type { Classifier } from './classifier.js';
+import type { Decision, Mode } from './decision.js';
+import { HEADER } from './decision-headers.js';
+import { debatable, taskKeyOf, type PendingDebate } from './failure-debate.js';
+import type { ChatFormat, FormatName, JsonObject, Strategy } from './formats/format.js';
+import { humanTurns, type HumanTurns } from './human-turns.js';
+import { applyOverride, assemblePrompt, ownPrompts, routeOf, type PromptSet, type Route } from './route.js';
+import type { TiebreakResult, UnsurePolicy } from './unsure.js';
+import type { Wrapper } from './wrappers.js';
+
+/** What a request is routed with: one configuration generation, read once per request. */
+export interface RoutingState {
+  readonly classifier: Classifier;
+  readonly prompts: PromptSet;
+  /** Agent scaffolding removed from human turns before classification; default the shipped list. */
+  readonly wrappers?: readonly Wrapper[] | undefined;
+  readonly strategy: Strategy;
+  readonly hardRouting: boolean;
+  /** The classifier's scan budget (routing.scanBudget). */
+  readonly scanBudget?: number | undefined;
+  /** What an unsure decision does under hard routing (routing.onUnsure); default soft. */
+  readonly onUnsure?: UnsurePolicy | undefined;
+  readonly configHash: string;
+}
+
+/** The decision for one request as the gateway applied it. */
+export interface RoutedDecision extends Decision {
+  readonly id: string;
+  /** The request's correlation id (x-request-id), also in the logs and sent upstream. */
+  readonly requestId: string;
+  readonly route: Route;
+  /** hard: the route's prompt was swapped in; soft: the soft-router prompt went in and this decision is shadow. */
+  readonly routing: 'hard' | 'soft';
+  readonly enforced: boolean;
+  /** The mode an override header forced, or null. */
+  readonly override: Mode | null;
+  /** The mode the classifier chose, before any override or unsure policy. */
+  readonly classified: Mode;
+  /** For an unsure decision under hard routing: the policy applied (routing.onUnsure) and, for tiebreak, how the call ended. */
+  readonly unsurePolicy: UnsurePolicy | null;
+  readonly tiebreak: { readonly result: TiebreakResult; readonly seconds: number } | null;
+  readonly format: FormatName;
+  readonly stream: boolean;
+  readonly configHash: string;
+  /** The human text that was classified, agent scaffolding removed; for hashing and redacted previews, never for labels. */
+  readonly text: string;
+  /** The wrappers (tags or line names of the configured list) removed from the human turn before classifying it. */
+  readonly stripped: readonly string[];
+  /** The session the request named, or null. */
+  readonly session: string | null;
+  /** The request's task key within its session (outcomes are reported against it), or null without a session. */
+  readonly task: string | null;
+  /** The failure debate or escalation this request carries for its session, or null. */
+  readonly failure: PendingDebate | null;
+}
+
+export type DebateKind = 'planning' | 'failure' | 'escalate';
+export interface DebateCarried {
+  readonly kind: DebateKind;
+  readonly stakes: Decision['debate']['stakes'];
+}
+
+/**
+ * A chat request read and classified: what the edges must settle before it is routed. `needs` names
+ * the one thing still open: a tie-breaker verdict (unsure under routing.onUnsure: tiebreak), nothing else.
+ */
+export interface ClassifiedRequest {
+  readonly format: ChatFormat;
+  readonly body: JsonObject;
+  readonly human: HumanTurns;
+  /** The classifier's decision, before any override or unsure policy. */
+  readonly classified: Decision;
+  /** The override that forced a mode, or null. */
+  readonly forced: Mode | null;
+  readonly unsurePolicy: UnsurePolicy | null;
+  /** The task key for session state, or null when the request names no session. */
+  readonly task: string | null;
+  /** The decision to route with unless a tie-breaker overturns it, and whether it routes hard. */
+  readonly applied: Decision;
+  readonly hard: boolean;
+  /** Whether a tie-breaker should be asked (routing.onUnsure: tiebreak on an unsure decision). */
+  readonly wantsTiebreak: boolean;
+}
+
+/**
+ * Reads the human turns of a chat body and classifies them; null when the body holds no words of the
+ * user. Throws only on a classifier failure, which the caller turns into a fallback.
+ */
+export function readHumanTurns(state: RoutingState, format: ChatFormat, body: JsonObject): HumanTurns | null {
+  return humanTurns(format, body, { wrappers: state.wrappers, scanBudget: state.scanBudget });
+}
+
+/** Classifies a chat request's human turns and settles what override, hard/soft and the unsure policy make of it. */
+export function classifyRequest(state: RoutingState, format: ChatFormat, body: JsonObject, human: HumanTurns, override: Mode | null, session: string | null): ClassifiedRequest {
+  const classified = state.classifier.classifyTurns(human.turns);
+  const forced = override === null ? null : applyOverride(classified, override);
+  const task = session === null ? null : taskKeyOf(human.text);
+  // An unsure decision under hard routing follows routing.onUnsure; an override or soft routing has already decided.
+  const unsurePolicy: UnsurePolicy | null = classified.unsure && !forced && state.hardRouting ? (state.onUnsure ?? 'soft') : null;
+  const base = { format, body, human, classified, forced: override, unsurePolicy, task };
+  if (unsurePolicy === null) return { ...base, applied: forced ?? classified, hard: state.hardRouting, wantsTiebreak: false };
+  if (unsurePolicy === 'answer' || unsurePolicy === 'action') return { ...base, applied: withMode(classified, unsurePolicy === 'answer' ? 'ANSWER' : 'ACTION'), hard: true, wantsTiebreak: false };
+  return { ...base, applied: classified, hard: false, wantsTiebreak: unsurePolicy === 'tiebreak' };
+}
+
+/** A tie-breaker's verdict applied: a mode routes hard, no verdict leaves the request on soft routing. */
+export function withTiebreak(request: ClassifiedRequest, mode: Mode | null): ClassifiedRequest {
+  return mode === null ? request : { ...request, applied: withMode(request.classified, mode), hard: true };
+}
+
+/** What a session's failure tracking needs to know of a decision. */
+export function sessionReport(request: ClassifiedRequest, decisionId: string): { task: string; decisionId: string; stakes: Decision['debate']['stakes']; debatable: boolean } | null {
+  if (request.task === null) return null;
+  return { task: request.task, decisionId, stakes: request.applied.debate.stakes, debatable: debatable(request.applied) };
+}
+
+/** Everything the edges need for a routed request: computed once here, read everywhere after. */
+export interface RoutedRequest {
+  readonly decision: RoutedDecision;
+  /** The body to send upstream, with the route's system prompt in it. */
+  readonly body: JsonObject;
+  /** The same body as JSON bytes. */
+  readonly bytes: Buffer;
+  /** The decision headers, sent to the upstream and to the client alike. */
+  readonly headers: Readonly<Record<string, string>>;
+  /** The debates the request carries, planning first. */
+  readonly debates: readonly DebateCarried[];
+}
+
+export interface RouteInputs {
+  readonly id: string;
+  readonly requestId: string;
+  readonly session: string | null;
+  /** The session's failure verdict for this request, or null. */
+  readonly failure: PendingDebate | null;
+  readonly tiebreak: RoutedDecision['tiebreak'];
+}
+
+/** The routed request: decision, upstream body and bytes, headers, debates. Throws (RangeError) on a body nested too deep to serialise. */
+export function routeRequest(state: RoutingState, request: ClassifiedRequest, inputs: RouteInputs): RoutedRequest {
+  const { applied, hard, format, body } = request;
+  const route = routeOf(applied, hard);
+  const decision: RoutedDecision = {
+    ...applied,
+    id: inputs.id,
+    requestId: inputs.requestId,
+    route,
+    routing: hard ? 'hard' : 'soft',
+    enforced: hard,
+    override: request.forced,
+    classified: request.classified.mode,
+    unsurePolicy: request.unsurePolicy,
+    tiebreak: inputs.tiebreak,
+    format: format.name,
+    stream: format.isStream(body),
+    configHash: state.configHash,
+    text: request.human.text,
+    stripped: request.human.stripped,
+    session: inputs.session,
+    task: request.task,
+    failure: inputs.failure,
+  };
+  const routed = format.withSystemPrompt(body, assemblePrompt(route, applied, state.prompts, inputs.failure?.verdict ?? null), state.strategy, ownPrompts(state.prompts));
+  const debates = debatesOf(decision);
+  return { decision, body: routed, bytes: Buffer.from(JSON.stringify(routed)), headers: decisionHeaders(decision, debates), debates };
+}
+
+/** The body with the soft-router prompt and nothing else of ours: what a request falls back to when routing fails. */
+export function softRoutedBody(state: Pick<RoutingState, 'prompts' | 'strategy'>, format: ChatFormat, body: JsonObject): { body: JsonObject; bytes: Buffer } {
+  const softRouter = state.prompts.softRouter;
+  const routed = format.withSystemPrompt(body, softRouter, state.strategy, [softRouter]);
+  return { body: routed, bytes: Buffer.from(JSON.stringify(routed)) };
+}
+
+/**
+ * The debates a decision carries, planning first. An escalation supersedes the planning debate (its
+ * prompt is left out: see assemblePrompt). A failure debate's stakes are those of the task that failed.
+ */
+export function debatesOf(decision: Pick<RoutedDecision, 'debate' | 'failure'>): DebateCarried[] {
+  const debates: DebateCarried[] = [];
+  if (decision.debate.verdict === 'DEBATE_PLANNING' && decision.failure?.verdict !== 'AUTO_ESCALATE') debates.push({ kind: 'planning', stakes: decision.debate.stakes });
+  if (decision.failure) debates.push({ kind: decision.failure.verdict === 'AUTO_ESCALATE' ? 'escalate' : 'failure', stakes: decision.failure.stakes });
+  return debates;
+}
+
+/** `planning; stakes=high`, `failure; stakes=none; trigger=consecutive_failures; failures=2; task=…`, comma-separated. */
+function debateHeader(decision: RoutedDecision, debates: readonly DebateCarried[]): string | null {
+  const parts = debates.map(({ kind, stakes }) => {
+    const failure = kind === 'planning' ? null : decision.failure;
+    return failure ? `${kind}; stakes=${stakes}; trigger=${failure.trigger}; failures=${failure.failures}; rejections=${failure.rejections}; task=${failure.task}` : `${kind}; stakes=${stakes}`;
+  });
+  return parts.length > 0 ? parts.join(', ') : null;
+}
+
+/** The headers that carry a decision, to the client and to the upstream alike. */
+export function decisionHeaders(decision: RoutedDecision, debates: readonly DebateCarried[] = debatesOf(decision)): Record<string, string> {
+  const debate = debateHeader(decision, debates);
+  return {
+    [HEADER.mode]: decision.mode,
+    [HEADER.confidence]: decision.confidence,
+    [HEADER.decisionId]: decision.id,
+    [HEADER.route]: decision.route,
+    [HEADER.step]: decision.step,
+    [HEADER.routing]: decision.routing,
+    ...(debate ? { [HEADER.debate]: debate } : {}),
+    ...(decision.task ? { [HEADER.task]: decision.task } : {}),
+  };
+}
+
+/** A decision with its mode set by an unsure policy or a tie-breaker verdict: an ANSWER carries no debate. */
+function withMode(decision: Decision, mode: Mode): Decision {
+  if (decision.mode === mode) return decision;
+  return mode === 'ANSWER'
+    ? { ...decision, mode, trivial: false, confidence: 'NONE', debate: { verdict: 'NONE', stakes: 'none', reasons: [], bypass: null } }
+    : { ...decision, mode, confidence: decision.confidence === 'NONE' ? 'WEAK' : decision.confidence };
+}
