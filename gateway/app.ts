@@ -6,7 +6,7 @@ import { adminRouter, bearerAuth } from './admin.js';
 import { startEchoUpstream, type EchoUpstream } from './echo-upstream.js';
 import { classifyRouter } from './classify-endpoint.js';
 import { requestIds } from '../middleware/request-id.js';
-import { finalErrorHandler, sendRouterError } from '../middleware/errors.js';
+import { finalErrorHandler, OWN_PATH, sendRouterError } from '../middleware/errors.js';
 import { bodyErrors, jsonBody } from '../middleware/json-body.js';
 import { DEFAULT_MAX_MESSAGES, messageLimit } from '../middleware/limits.js';
 import { pino, type Logger } from 'pino';
@@ -19,7 +19,10 @@ import { guardProcess } from './process-guard.js';
 import { createUpstreamProxy, type UpstreamOptions } from './proxy.js';
 import { RoutingRuntime, type ReloadStatus, type RuntimeEvents } from './runtime.js';
 import { requestIdOf } from './observability.js';
-import { MemorySessionStore, SessionTracker } from '../middleware/sessions.js';
+import { SessionTracker } from '../middleware/sessions.js';
+import { connectToPrimary, type PrimaryLink } from './cluster-worker.js';
+import { STATE_FALLBACK } from './metrics.js';
+import { startSharedState } from './shared-state.js';
 
 export { buildSnapshot } from './snapshot.js';
 import { dropClientDecisionHeaders, taskRouter, type RoutingSnapshot } from '../middleware/task-router.js';
@@ -94,6 +97,16 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Express; cl
     });
   }
 
+  // Chat POSTs, nearly all the traffic, go straight to their pipeline and the proxy: one dispatch, not a
+  // walk past every route of ours. Our own paths are never chat, whatever they end with.
+  const chat = express.Router();
+  chat.use(jsonBody(options.bodyBytes), bodyErrors, messageLimit(options.maxMessages ?? DEFAULT_MAX_MESSAGES), taskRouter({ snapshot: options.snapshot, ...(options.hooks ? { hooks: options.hooks } : {}), ...(options.sessions ? { sessions: options.sessions } : {}) }));
+  chat.use(proxy.handler);
+  app.use((req, res, next) => {
+    if (req.method === 'POST' && formatForPath(req.path) && !OWN_PATH.test(req.path)) return chat(req, res, next);
+    next();
+  });
+
   // Probes are answered here, never upstream: a liveness probe must not depend on the LLM provider.
   app.get('/livez', (_req: Request, res: Response) => {
     res.json({ status: 'ok' });
@@ -122,10 +135,7 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Express; cl
     sendRouterError(res, 404, 'no such task-router endpoint here: POST /router/classify, POST /router/outcomes; GET /router/sessions/:id needs ADMIN_TOKEN and is served with the admin API');
   });
 
-  const chat = express.Router();
-  chat.use(jsonBody(options.bodyBytes), bodyErrors, messageLimit(options.maxMessages ?? DEFAULT_MAX_MESSAGES), taskRouter({ snapshot: options.snapshot, ...(options.hooks ? { hooks: options.hooks } : {}), ...(options.sessions ? { sessions: options.sessions } : {}) }));
-  app.use((req, res, next) => {
-    if (req.method === 'POST' && formatForPath(req.path)) return chat(req, res, next);
+  app.use((req, _res, next) => {
     dropClientDecisionHeaders(req);
     next();
   });
@@ -167,6 +177,8 @@ export interface RunningGateway {
   /** Whether the built-in echo upstream is serving, because no upstream URL was configured. */
   readonly echo: boolean;
   readonly runtime: RoutingRuntime;
+  /** The cluster primary this process works for, or null outside a cluster. */
+  readonly primary: PrimaryLink | null;
   close(): Promise<void>;
 }
 
@@ -182,6 +194,12 @@ export interface StartOptions {
    * unhandled rejections are logged and counted, and the gateway serves on.
    */
   readonly fatal?: (error: unknown, gateway: RunningGateway) => void;
+  /**
+   * This process is a worker of a cluster primary (see gateway/cluster.ts): flag flips and reloads are
+   * relayed through it, it watches the files, and GET /metrics answers with every worker's metrics,
+   * aggregated by it (a metrics.host/metrics.port address is the primary's to serve).
+   */
+  readonly clusterWorker?: boolean;
 }
 
 /**
@@ -221,22 +239,27 @@ function closeServer(server: Server): Promise<void> {
 export async function startGateway(options: StartOptions = {}): Promise<RunningGateway> {
   const env = options.env ?? {};
   const log = options.log ?? pino({ level: 'silent' });
-  const metrics = createMetrics();
   let draining = false;
   const cutByShutdown = new WeakSet<Request>();
   let observability: ReturnType<typeof observe> | null = null;
+  let shared: Awaited<ReturnType<typeof startSharedState>> | null = null;
   const runtime = await RoutingRuntime.start(options.configFile, env, {
-    reloaded: (result, trigger) => {
+    reloaded: (result, trigger, reach) => {
       observability?.reloaded(result);
       observability?.setHardRouting(runtime.snapshot().hardRouting);
-      options.events?.reloaded?.(result, trigger);
+      shared?.routing.reloaded(result, trigger, reach);
+      options.events?.reloaded?.(result, trigger, reach);
     },
-    flagChanged: (on, source) => {
+    flagChanged: (on, source, reach) => {
       observability?.setHardRouting(on);
-      options.events?.flagChanged?.(on, source);
+      shared?.routing.flagChanged(on, source, reach);
+      options.events?.flagChanged?.(on, source, reach);
     },
   });
   const { config } = runtime;
+  const metrics = createMetrics({ sharedState: config.state.redis !== null });
+  const primary = options.clusterWorker ? connectToPrimary(metrics.registry) : null;
+  shared = await startSharedState({ config, runtime, primary, log, degraded: () => metrics.fallbacks.inc(STATE_FALLBACK) });
   observability = observe(metrics, {
     dir: config.logging.decisions || config.logging.memory ? runtime.logDir : null,
     decisions: config.logging.decisions,
@@ -255,20 +278,28 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
   if (config.metrics.enabled) {
     if (metricsToken) metricsRoutes.use('/metrics', bearerAuth(metricsToken, { realm: 'task-router metrics', source: 'METRICS_TOKEN' }));
     metricsRoutes.get('/metrics', async (_req: Request, res: Response) => {
+      let text: string;
+      try {
+        text = primary ? await primary.exposition() : await metrics.registry.metrics();
+      } catch (error) {
+        return sendRouterError(res, 503, `metrics unavailable: ${(error as Error).message}; scrape again`);
+      }
       res.setHeader('content-type', metrics.registry.contentType);
-      res.end(await metrics.registry.metrics());
+      res.end(text);
     });
   }
-  const separateMetrics = config.metrics.enabled && (config.metrics.host !== null || config.metrics.port !== null);
+  // In a cluster, the primary serves a metrics address of its own: the workers share the gateway's.
+  const separateMetrics = config.metrics.enabled && primary === null && (config.metrics.host !== null || config.metrics.port !== null);
   let echo: EchoUpstream | null = null;
   const upstreamUrl = config.upstream.url ?? (echo = await startEchoUpstream(config.server.host)).url;
   const token = env.ADMIN_TOKEN?.trim() || null;
   const { sessions: sessionConfig } = config;
   const sessions = new SessionTracker(
     { header: sessionConfig.header, maxTasks: sessionConfig.maxTasksPerSession, maxDecisions: sessionConfig.maxDecisionsPerSession },
-    new MemorySessionStore({ maxSessions: sessionConfig.maxSessions, ttlMs: sessionConfig.ttlSeconds * 1000 }),
+    shared.sessions,
   );
-  const admin = token ? adminRouter(runtime, token).use(sessionsRouter(sessions, token)) : null;
+  const sharedRouting = shared.routing;
+  const admin = token ? adminRouter(runtime, token, shared.sharing ? { shared: () => sharedRouting.status() } : {}).use(sessionsRouter(sessions, token)) : null;
   const separateAdmin = admin !== null && (config.admin.host !== null || config.admin.port !== null);
   const gateway = createGatewayApp({
     snapshot: runtime.snapshot,
@@ -290,7 +321,13 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
     draining: () => draining,
     lastReload: () => runtime.lastReload,
   });
-  const server = await listen(gateway.app, config.server.port, config.server.host, config, log);
+  const server = await listen(gateway.app, config.server.port, config.server.host, config, log).catch(async (error: unknown) => {
+    // Nothing serves: let go of what would keep the process alive (the Redis connection, the echo upstream).
+    primary?.close();
+    await shared?.close();
+    await echo?.close();
+    throw error;
+  });
   // Responses in flight, for the shutdown drain to wait for and, after its grace, to cut and count.
   const inFlight = new Map<Response, Request>();
   server.on('request', (req: Request, res: Response) => {
@@ -305,7 +342,8 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
   if (separateMetrics) {
     metricsServer = await listen(ownApp(metricsRoutes, observability.hooks), config.metrics.port ?? 0, config.metrics.host ?? config.server.host, config, log);
   }
-  if (config.reload.watch) runtime.watch();
+  // The primary of a cluster watches the files and tells every worker.
+  if (config.reload.watch && primary === null) runtime.watch();
   const address = server.address() as AddressInfo;
   const adminAddress = adminServer?.address() as AddressInfo | undefined;
   const metricsAddress = metricsServer?.address() as AddressInfo | undefined;
@@ -320,6 +358,8 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
     gateway.close();
     await echo?.close();
     await observability.close();
+    primary?.close();
+    await shared?.close();
   };
   const drain = (graceMs: number): Promise<void> => {
     if (drained) {
@@ -361,6 +401,7 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
     upstreamUrl,
     echo: echo !== null,
     runtime,
+    primary,
     drain: (graceMs = config.server.shutdownGraceMs) => drain(graceMs),
     metricsText: () => metrics.registry.metrics(),
     close: () => (closing ??= close()),

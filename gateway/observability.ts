@@ -42,6 +42,9 @@ const shownMatch = (match: string) => {
   return clean.length > 40 ? `${clean.slice(0, 39)}…` : clean;
 };
 
+/** Decisions waiting for their log lines; past this, lines are dropped and counted (queue_full), as when the file queue is full. */
+const MAX_PENDING_RECORDS = 10_000;
+
 export function decisionRecord(decision: RoutedDecision, iso: string, preview: boolean): DecisionRecord {
   return {
     v: 2,
@@ -90,22 +93,57 @@ export function observe(metrics: Metrics, logging: LoggingOptions, log: Logger, 
   const decisionFiles = logging.decisions ? files('decisions', 'jsonl') : null;
   const memoryFiles = logging.memory ? files('memory', 'md') : null;
 
+  // Records and memory lines are built after the response is on its way, in batches, not on the request path.
+  let pending: { decision: RoutedDecision; at: Date }[] = [];
+  const writePending = () => {
+    const batch = pending;
+    pending = [];
+    for (const { decision, at } of batch) {
+      try {
+        const { iso, day, clock } = timeParts(at, logging.utcOffsetMinutes);
+        const record = decisionRecord(decision, iso, logging.preview);
+        decisionFiles?.append(day, `${JSON.stringify(record)}\n`);
+        memoryFiles?.append(day, memoryEntry(record, clock, decision.triggers.map((trigger) => shownMatch(trigger.match))));
+      } catch (error) {
+        log.warn({ requestId: decision.requestId, err: (error as Error).message }, 'decision record not written');
+      }
+    }
+  };
+
+  // A labelled child per label combination, found once: label sets are closed, so these maps stay small.
+  const decisionCounts = new Map<string, ReturnType<Metrics['decisions']['labels']>>();
+  const decisionCount = ({ mode, confidence, routing, step }: RoutedDecision) => {
+    const key = `${mode} ${confidence} ${routing} ${step}`;
+    let child = decisionCounts.get(key);
+    if (child === undefined) decisionCounts.set(key, (child = metrics.decisions.labels({ mode, confidence, routing, step })));
+    return child;
+  };
+  const triggerCounts = new Map<string, ReturnType<Metrics['triggers']['labels']>>();
+  const triggerCount = (rule: string) => {
+    let child = triggerCounts.get(rule);
+    if (child === undefined) triggerCounts.set(rule, (child = metrics.triggers.labels({ rule })));
+    return child;
+  };
+
   const hooks: GatewayHooks = {
     decision(decision, req) {
-      metrics.decisions.inc({ mode: decision.mode, confidence: decision.confidence, routing: decision.routing, step: decision.step });
+      decisionCount(decision).inc();
       if (decision.unsure) metrics.unsure.inc({ policy: decision.unsurePolicy ?? 'shadow', mode: decision.mode });
       if (decision.tiebreak) {
         metrics.tiebreaks.inc({ result: decision.tiebreak.result });
         metrics.tiebreakDuration.observe(decision.tiebreak.seconds);
       }
-      for (const trigger of decision.triggers) metrics.triggers.inc({ rule: trigger.rule });
+      for (const trigger of decision.triggers) triggerCount(trigger.rule).inc();
       if (decision.micros !== undefined) metrics.classifyDuration.observe(decision.micros / 1e6);
       for (const debate of routingOf(req)?.routed?.debates ?? []) metrics.debates.inc(debate);
       if (!decisionFiles && !memoryFiles) return;
-      const { iso, day, clock } = timeParts(now(), logging.utcOffsetMinutes);
-      const record = decisionRecord(decision, iso, logging.preview);
-      decisionFiles?.append(day, `${JSON.stringify(record)}\n`);
-      memoryFiles?.append(day, memoryEntry(record, clock, decision.triggers.map((trigger) => shownMatch(trigger.match))));
+      if (pending.length >= MAX_PENDING_RECORDS) {
+        if (decisionFiles) dropped('decisions')(1, 'queue_full');
+        if (memoryFiles) dropped('memory')(1, 'queue_full');
+        return;
+      }
+      pending.push({ decision, at: now() });
+      if (pending.length === 1) setImmediate(writePending);
     },
     skip(reason) {
       metrics.skipped.inc({ reason });
@@ -145,9 +183,11 @@ export function observe(metrics: Metrics, logging: LoggingOptions, log: Logger, 
     outcome: (outcome: Outcome) => metrics.outcomes.inc({ outcome }),
     /** Writes out what is queued. */
     flush: async () => {
+      writePending();
       await Promise.all([decisionFiles?.flush(), memoryFiles?.flush()]);
     },
     close: async () => {
+      writePending();
       await Promise.all([decisionFiles?.close(), memoryFiles?.close()]);
     },
   };

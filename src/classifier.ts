@@ -13,6 +13,7 @@ import { re2jsEngine } from './engines/re2js.js';
 import { re2wasmEngine } from './engines/re2wasm.js';
 import { compileRuleSet, type CompiledRuleSet } from './ruleset.js';
 import { createScorer, type Scorer } from './scorer.js';
+import { createTextCache } from './text-cache.js';
 
 export const ENGINES: Readonly<Record<EngineName, RegexEngine>> = { re2js: re2jsEngine, 're2-wasm': re2wasmEngine };
 
@@ -35,7 +36,16 @@ export interface ClassifierOptions {
   scanBudget?: number;
   /** Monotonic clock in milliseconds (e.g. `performance.now`); when given, decisions carry `micros`. */
   now?: () => number;
+  /**
+   * Messages whose decision and features are remembered, least recently used first out; default
+   * DEFAULT_CACHE_ENTRIES, 0 remembers none. Only messages up to CACHE_TEXT_LENGTH characters are kept.
+   */
+  cacheEntries?: number;
 }
+
+export const DEFAULT_CACHE_ENTRIES = 512;
+/** Longest message remembered: bounds the cache's memory to about entries × 8 KB for each of its two maps. */
+export const CACHE_TEXT_LENGTH = 4096;
 
 export interface Classifier {
   /** Routes one message on its own. */
@@ -62,8 +72,29 @@ export function createClassifier(options: ClassifierOptions = {}): Classifier {
   const compiled: CompiledRuleSet = compileRuleSet(options.rules === undefined ? defaultRuleSet : options.rules, engine);
   const scorer: Scorer | null = options.scorer === null ? null : createScorer(options.scorer ?? defaultScorer);
   const classifyOptions = { scanBudget, scorer, ...(options.now ? { now: options.now } : {}) };
-  const classify = (text: string) => classifyText(compiled, text, classifyOptions);
-  const features = (text: string) => scorerFeatures(readRules(compiled, text, scanBudget));
+  const cacheEntries = options.cacheEntries ?? DEFAULT_CACHE_ENTRIES;
+  if (!Number.isInteger(cacheEntries) || cacheEntries < 0) throw new Error(`cacheEntries must be a whole number of 0 or more, got ${cacheEntries}`);
+  const decisions = createTextCache<Decision>(cacheEntries, CACHE_TEXT_LENGTH);
+  const featureLists = createTextCache<readonly string[]>(cacheEntries, CACHE_TEXT_LENGTH);
+  const now = options.now;
+  const classify = (text: string): Decision => {
+    const started = now?.();
+    const known = decisions.get(text);
+    if (known === undefined) {
+      const decision = classifyText(compiled, text, classifyOptions);
+      decisions.set(text, decision);
+      return decision;
+    }
+    // The same text decides the same way: only the time taken is this call's own.
+    return started === undefined || now === undefined ? known : { ...known, micros: Math.max(0, (now() - started) * 1000) };
+  };
+  const features = (text: string): string[] => {
+    const known = featureLists.get(text);
+    if (known !== undefined) return [...known];
+    const list = scorerFeatures(readRules(compiled, text, scanBudget));
+    featureLists.set(text, list);
+    return [...list];
+  };
   const cues = compiled.context;
   const contextModel: Scorer | null = options.context === null || cues === null ? null : createScorer(options.context ?? defaultContextModel);
   return {

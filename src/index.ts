@@ -1,7 +1,7 @@
 /**
  * task-router's pure core: deterministic ANSWER / ACTION routing of one message, with no I/O.
  */
-export { createClassifier, DEFAULT_SCAN_BUDGET, ENGINES, defaultContextModel, defaultRuleSet, defaultScorer, type Classifier, type ClassifierOptions } from './classifier.js';
+export { CACHE_TEXT_LENGTH, createClassifier, DEFAULT_CACHE_ENTRIES, DEFAULT_SCAN_BUDGET, ENGINES, defaultContextModel, defaultRuleSet, defaultScorer, type Classifier, type ClassifierOptions } from './classifier.js';
 export { classifyInContext, contextFeatures, ContextCuesSchema, followUpKind, offerIn, readContext, turnsOf, type ContextCues, type ContextReading, type Turns } from './context.js';
 export { createScorer, ScorerDataSchema, ScorerError, type FeatureWeight, type Scorer, type ScorerData } from './scorer.js';
 export { trainScorer, type TrainingExample, type TrainOptions } from './train.js';

@@ -62,7 +62,14 @@ export function assemblePrompt(route: Route, decision: Decision, prompts: Prompt
   return parts.join('\n\n');
 }
 
-/** Every prompt text of ours, for recognising them inside a client's prompt. */
-export function ownPrompts(prompts: PromptSet): string[] {
-  return Object.entries(prompts).filter(([role]) => role !== 'tiebreak').map(([, text]) => text.trim()).filter(Boolean);
+const ownPromptLists = new WeakMap<PromptSet, readonly string[]>();
+
+/** Every prompt text of ours, for recognising them inside a client's prompt; worked out once per prompt set. */
+export function ownPrompts(prompts: PromptSet): readonly string[] {
+  let list = ownPromptLists.get(prompts);
+  if (list === undefined) {
+    list = Object.entries(prompts).filter(([role]) => role !== 'tiebreak').map(([, text]) => text.trim()).filter(Boolean);
+    ownPromptLists.set(prompts, list);
+  }
+  return list;
 }

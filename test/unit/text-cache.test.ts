@@ -1,0 +1,56 @@
+import { describe, expect, it } from 'vitest';
+import { CACHE_TEXT_LENGTH, createClassifier } from '../../src/index.js';
+import { createTextCache } from '../../src/text-cache.js';
+
+describe('createTextCache', () => {
+  it('keeps at most maxEntries, dropping the least recently used', () => {
+    const cache = createTextCache<number>(2, 100);
+    cache.set('a', 1);
+    cache.set('b', 2);
+    expect(cache.get('a')).toBe(1);
+    cache.set('c', 3);
+    expect(cache.get('b')).toBeUndefined();
+    expect(cache.get('a')).toBe(1);
+    expect(cache.get('c')).toBe(3);
+    expect(cache.size).toBe(2);
+  });
+
+  it('does not keep texts longer than maxTextLength, nor anything with 0 entries', () => {
+    const cache = createTextCache<number>(4, 3);
+    cache.set('abcd', 1);
+    expect(cache.get('abcd')).toBeUndefined();
+    const off = createTextCache<number>(0, 100);
+    off.set('a', 1);
+    expect(off.size).toBe(0);
+  });
+});
+
+describe('the classifier remembers decisions by text', () => {
+  const texts = ['deploy the api to staging', 'what is a monad?', 'ok', `${'long paste line\n'.repeat(400)}run the tests`];
+
+  it('answers a repeated text exactly as the first time, and as a classifier without a cache', () => {
+    const cached = createClassifier();
+    const uncached = createClassifier({ cacheEntries: 0 });
+    for (const text of texts) {
+      const first = cached.classify(text);
+      expect(cached.classify(text)).toEqual(first);
+      expect(uncached.classify(text)).toEqual(first);
+      expect(cached.features(text)).toEqual(uncached.features(text));
+    }
+    expect(texts[3]!.length).toBeGreaterThan(CACHE_TEXT_LENGTH);
+  });
+
+  it('times each call on its own: a remembered decision carries this call\'s micros', () => {
+    let clock = 0;
+    const classifier = createClassifier({ now: () => (clock += 1) });
+    const first = classifier.classify('restart the worker');
+    const again = classifier.classify('restart the worker');
+    expect(first.micros).toBe(1000);
+    expect(again.micros).toBe(1000);
+    expect({ ...again, micros: 0 }).toEqual({ ...first, micros: 0 });
+  });
+
+  it('refuses a cache size that is not a whole number of 0 or more', () => {
+    expect(() => createClassifier({ cacheEntries: -1 })).toThrow(/cacheEntries/);
+  });
+});
