@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { HEADER } from '../src/index.js';
 
 /**
  * A stand-in LLM API for trying the gateway with nothing else installed. It answers chat requests in
@@ -30,9 +31,9 @@ function systemPrompt(path: string, body: Json): string {
 
 function reply(path: string, body: Json, headers: http.IncomingHttpHeaders): string {
   const firstLine = systemPrompt(path, body).split('\n').find((line) => line.trim() !== '') ?? '(none)';
-  const mode = headers['x-task-router-mode'];
+  const mode = headers[HEADER.mode];
   const route = mode
-    ? `${mode} (route ${headers['x-task-router-route']}, confidence ${headers['x-task-router-confidence']}, ${headers['x-task-router-routing']} routing)`
+    ? `${mode} (route ${headers[HEADER.route]}, confidence ${headers[HEADER.confidence]}, ${headers[HEADER.routing]} routing)`
     : 'none (no decision headers: is the gateway in front?)';
   return `[echo upstream] routed as ${route}; system prompt: ${firstLine}`;
 }

@@ -1,29 +1,17 @@
 /**
- * Failure debates: the per-session state machine that turns reported task outcomes into a debate or an
- * escalation on the session's next request. Pure: no I/O, the clock comes in as a number, and every
- * function returns a new state (states are plain JSON, so a shared store can hold them).
+ * Failure debates: the per-session state machine. Reported task outcomes become a debate or an escalation
+ * on the session's next request, by the rules in failure-policy.ts. Pure: no I/O, the clock comes in as a
+ * number, and every function returns a new state (states are plain JSON, so a shared store can hold them).
  */
-import { createHash } from 'node:crypto';
-import { CATEGORY_ROLES, type Stakes } from './categories.js';
-import type { Decision } from './decision.js';
-import { normalizeText } from './normalize.js';
-import { scanWindow } from './scan.js';
+import type { Stakes } from './categories.js';
+import { failureVerdict, SEVERITY, type FailureTrigger, type FailureVerdict } from './failure-policy.js';
+import { errorSignature } from './task-keys.js';
 
 export const OUTCOMES = ['success', 'failure', 'rejected'] as const;
 export type Outcome = (typeof OUTCOMES)[number];
 
-export const FAILURE_VERDICTS = ['DEBATE_FAILURE', 'AUTO_ESCALATE'] as const;
-export type FailureVerdict = (typeof FAILURE_VERDICTS)[number];
-
-/** Why a verdict was reached; a closed set, written in headers and decision records. */
-export const FAILURE_TRIGGERS = ['consecutive_failures', 'same_error', 'rejections', 'failures_after_debate', 'high_stakes_failure'] as const;
-export type FailureTrigger = (typeof FAILURE_TRIGGERS)[number];
-
 /** Signatures of distinct errors kept per task: enough to spot a repeat, bounded whatever a client sends. */
 export const MAX_ERROR_SIGNATURES = 8;
-/** Longest error text read for a signature: the start of a message identifies it. */
-const MAX_ERROR_CHARS = 2000;
-
 export interface TaskState {
   /** taskKeyOf the human request that started the task. */
   readonly key: string;
@@ -89,59 +77,11 @@ export type OutcomeResult =
   | { readonly ok: true; readonly state: SessionState; readonly task: TaskState; readonly verdict: PendingDebate | null }
   | { readonly ok: false; readonly reason: 'no_task' | 'unknown_task' };
 
-const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
-
-/** 16 hex digits (64 bits) of SHA-256: unique enough within one session, short in headers and logs. */
-const KEY_LENGTH = 16;
-
-/** Characters of a message the task key reads, at both ends: the default scan budget of the classifier. */
-const TASK_TEXT_BUDGET = 16 * 1024;
-
-/**
- * The task a human request starts: its normalised text (as much as the classifier reads), hashed, so
- * the same request in other white space or case is the same task, and a huge paste costs no more than
- * classifying it.
- */
-export function taskKeyOf(humanText: string): string {
-  const window = scanWindow(humanText, TASK_TEXT_BUDGET);
-  // A cut paste also hashes its length: two pastes with the same ends and different middles differ.
-  const text = window.truncated ? `${window.length}\n${normalizeText(window.text)}` : normalizeText(window.text);
-  return sha256(text).slice(0, KEY_LENGTH);
-}
-
-// Single quotes only open after a non-word character, so the apostrophe in "can't" opens nothing.
-const QUOTED = /"[^"\n]*"|(?<!\w)'[^'\n]*'|`[^`\n]*`/g;
-const UUID = /\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/g;
-const HEX = /\b0x[0-9a-f]+\b|\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{8,}\b/g;
-const DIGITS = /\d+/g;
-const SPACE = /\s+/g;
-
-/** The error text with what varies between occurrences masked: quoted strings, ids, numbers. */
-export function normalizeError(error: string): string {
-  return error
-    .slice(0, MAX_ERROR_CHARS)
-    .toLowerCase()
-    .replace(QUOTED, '<str>')
-    .replace(UUID, '<id>')
-    .replace(HEX, '<id>')
-    .replace(DIGITS, '#')
-    .replace(SPACE, ' ')
-    .trim();
-}
-
-/** A hash of the normalised error, or null when nothing is left to compare. */
-export function errorSignature(error: string | undefined): string | null {
-  const normalized = error === undefined ? '' : normalizeError(error);
-  return normalized === '' ? null : sha256(normalized).slice(0, KEY_LENGTH);
-}
-
 export function emptySession(now: number): SessionState {
   return { tasks: [], lastTask: null, decisions: [], pending: null, updatedAt: now };
 }
 
 const STAKES_ORDER: Readonly<Record<Stakes, number>> = { none: 0, medium: 1, high: 2 };
-const SEVERITY: Readonly<Record<FailureVerdict, number>> = { DEBATE_FAILURE: 1, AUTO_ESCALATE: 2 };
-
 /** The list with `task` moved to the end (most recent), trimmed to `max` from the front. */
 function withTask(tasks: readonly TaskState[], task: TaskState, max: number): TaskState[] {
   const rest = tasks.filter((other) => other.key !== task.key);
@@ -169,18 +109,6 @@ export function resolveTask(state: SessionState, reference: string | undefined):
   if (reference === undefined) return state.lastTask;
   const decision = state.decisions.find(([id]) => id === reference);
   return decision ? decision[1] : reference;
-}
-
-/**
- * The verdict a failure calls for, by the failure-debate rules in order of severity: a high-stakes task
- * escalates at once; a debated task failing a third time escalates; two failures in a row, or an error
- * another task of the session already had, call for a debate.
- */
-function failureVerdict(task: TaskState, repeatedError: boolean): [FailureVerdict, FailureTrigger] | null {
-  if (task.stakes === 'high') return ['AUTO_ESCALATE', 'high_stakes_failure'];
-  if (task.debated && task.failures >= 3) return ['AUTO_ESCALATE', 'failures_after_debate'];
-  if (task.failures >= 2) return ['DEBATE_FAILURE', 'consecutive_failures'];
-  return repeatedError ? ['DEBATE_FAILURE', 'same_error'] : null;
 }
 
 /** Applies one reported outcome to the task it names and works out the debate it calls for, if any. */
@@ -230,13 +158,3 @@ export function takePending(state: SessionState, now: number): { state: SessionS
   return { state: { ...state, tasks, pending: debate, updatedAt: now }, debate };
 }
 
-/**
- * Whether a decision's task may ever be debated after failing: ACTIONs only, never trivial commands or
- * read-only work (a failed search is retried, not debated). An ACTION forced by an override with no
- * trigger at all counts as debatable: nothing says it only reads.
- */
-export function debatable(decision: Decision): boolean {
-  if (decision.mode !== 'ACTION' || decision.trivial || decision.debate.bypass === 'read_only' || decision.debate.bypass === 'trivial') return false;
-  const readOnly = decision.triggers.length > 0 && decision.triggers.every((trigger) => trigger.category !== 'trivial' && CATEGORY_ROLES[trigger.category].readOnly);
-  return !readOnly;
-}

@@ -9,12 +9,12 @@ export { readRules, scorerFeatures } from './classify.js';
 export { classifyText, confidenceOf } from './classify.js';
 export { CATEGORIES, CATEGORY_ROLES, type Category, type Stakes } from './categories.js';
 export { DecisionSchema, TriggerSchema, MODES, CONFIDENCES, STEPS, type Confidence, type Debate, type Decision, type Mode, type Step, type Trigger } from './decision.js';
-export type { CompiledPattern, EngineName, RegexEngine } from './engines/engine.js';
+export { ENGINE_NAMES, type CompiledPattern, type EngineName, type RegexEngine } from './engines/engine.js';
 export { normalizeText } from './normalize.js';
 export { compileRuleSet, RuleSetError, RuleSetSchema, type CompiledRuleSet, type RuleSetData } from './ruleset.js';
 export { tokenize } from './phrases.js';
 export { corpusText, CorpusLineSchema, evaluate, GATES, type CorpusLine, type EvalReport, type Miss } from './evaluate.js';
-export { applyOverride, assemblePrompt, ownPrompts, PROMPT_FILES, routeOf, type PromptSet, type Route } from './route.js';
+export { applyOverride, assemblePrompt, ownPrompts, PROMPT_FILES, ROUTES, routeOf, type PromptSet, type Route } from './route.js';
 export { CHAT_FORMATS, FORMATS, formatForPath, STRATEGIES, type ChatFormat, type FormatName, type JsonObject, type Strategy } from './formats/index.js';
 export { previewOf, redactSecrets } from './redact.js';
 export { DecisionRecordSchema, memoryEntry, type DecisionRecord } from './records.js';
@@ -27,6 +27,8 @@ export {
 export { TIEBREAK_RESULTS, UNSURE_POLICIES, type TiebreakResult, type TiebreakVerdict, type Tiebreaker, type UnsurePolicy } from './unsure.js';
 export { DEFAULT_WRAPPERS, readWrappers, stripWrappers, wrapperNames, WrappersError, WrappersSchema, type Stripped, type Wrapper, type WrapperData } from './wrappers.js';
 export {
-  debatable, emptySession, errorSignature, FAILURE_TRIGGERS, FAILURE_VERDICTS, MAX_ERROR_SIGNATURES, normalizeError, OUTCOMES, recordDecision, recordOutcome, resolveTask, takePending, taskKeyOf,
-  type FailureTrigger, type FailureVerdict, type Outcome, type OutcomeReport, type OutcomeResult, type PendingDebate, type SessionLimits, type SessionState, type TaskSeen, type TaskState,
+  emptySession, MAX_ERROR_SIGNATURES, OUTCOMES, recordDecision, recordOutcome, resolveTask, takePending,
+  type Outcome, type OutcomeReport, type OutcomeResult, type PendingDebate, type SessionLimits, type SessionState, type TaskSeen, type TaskState,
 } from './failure-debate.js';
+export { debatable, FAILURE_TRIGGERS, FAILURE_VERDICTS, type FailureTrigger, type FailureVerdict } from './failure-policy.js';
+export { errorSignature, normalizeError, taskKeyOf } from './task-keys.js';

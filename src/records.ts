@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import { CATEGORIES } from './categories.js';
 import { CONFIDENCES, MODES, STAKES, STEPS } from './decision.js';
-import { FAILURE_TRIGGERS, FAILURE_VERDICTS } from './failure-debate.js';
+import { FAILURE_TRIGGERS, FAILURE_VERDICTS } from './failure-policy.js';
 import { FORMATS } from './formats/index.js';
-import type { Route } from './route.js';
+import { ROUTES, type Route } from './route.js';
 
 /** One line of decisions/YYYY-MM-DD.jsonl. Versioned: readers check `v` (2 added the scorer's fields). */
 export const DecisionRecordSchema = z
@@ -30,7 +30,7 @@ export const DecisionRecordSchema = z
     /** For an unsure decision under hard routing: the policy applied and, for tiebreak, how the call ended. */
     unsurePolicy: z.enum(['soft', 'answer', 'action', 'tiebreak']).nullable(),
     tiebreak: z.enum(['answer', 'action', 'cached', 'timeout', 'error', 'invalid']).nullable(),
-    route: z.enum(['answer', 'action', 'tool_specialist', 'soft_router']),
+    route: z.enum(ROUTES),
     /** true: hard routing applied the route; false: soft routing, the decision is shadow. */
     enforced: z.boolean(),
     override: z.enum(MODES).nullable(),

@@ -1,7 +1,9 @@
 import type { Classifier } from './classifier.js';
 import type { Decision, Mode } from './decision.js';
 import { HEADER } from './decision-headers.js';
-import { debatable, taskKeyOf, type PendingDebate } from './failure-debate.js';
+import type { PendingDebate } from './failure-debate.js';
+import { debatable } from './failure-policy.js';
+import { taskKeyOf } from './task-keys.js';
 import type { ChatFormat, FormatName, JsonObject, Strategy } from './formats/format.js';
 import { humanTurns, type HumanTurns } from './human-turns.js';
 import { applyOverride, assemblePrompt, ownPrompts, routeOf, type PromptSet, type Route } from './route.js';

@@ -1,5 +1,5 @@
 import type { Decision, Mode } from './decision.js';
-import type { FailureVerdict } from './failure-debate.js';
+import type { FailureVerdict } from './failure-policy.js';
 
 /** The prompt files, by role. */
 export interface PromptSet {
@@ -26,7 +26,8 @@ export const PROMPT_FILES: Readonly<Record<keyof PromptSet, string>> = {
 };
 
 /** Which prompt a request gets. `soft_router` when hard routing is off: the LLM decides. */
-export type Route = 'answer' | 'action' | 'tool_specialist' | 'soft_router';
+export const ROUTES = ['answer', 'action', 'tool_specialist', 'soft_router'] as const;
+export type Route = (typeof ROUTES)[number];
 
 /** A decision forced by an override keeps what the rules said in `classified`. */
 export function applyOverride(decision: Decision, mode: Mode): Decision & { classified: Mode } {

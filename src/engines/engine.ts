@@ -17,4 +17,5 @@ export interface RegexEngine {
   compile(source: string): CompiledPattern;
 }
 
-export type EngineName = 're2js' | 're2-wasm';
+export const ENGINE_NAMES = ['re2js', 're2-wasm'] as const;
+export type EngineName = (typeof ENGINE_NAMES)[number];

@@ -1,0 +1,57 @@
+/**
+ * Names for what a session tracks: the task a human request starts and the errors its outcomes report,
+ * as short hashes of their normalised text.
+ */
+import { createHash } from 'node:crypto';
+import { normalizeText } from './normalize.js';
+import { scanWindow } from './scan.js';
+
+/** Longest error text read for a signature: the start of a message identifies it. */
+const MAX_ERROR_CHARS = 2000;
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+/** 16 hex digits (64 bits) of SHA-256: unique enough within one session, short in headers and logs. */
+const KEY_LENGTH = 16;
+
+/** Characters of a message the task key reads, at both ends: the default scan budget of the classifier. */
+const TASK_TEXT_BUDGET = 16 * 1024;
+
+/**
+ * The task a human request starts: its normalised text (as much as the classifier reads), hashed, so
+ * the same request in other white space or case is the same task, and a huge paste costs no more than
+ * classifying it.
+ */
+export function taskKeyOf(humanText: string): string {
+  const window = scanWindow(humanText, TASK_TEXT_BUDGET);
+  // A cut paste also hashes its length: two pastes with the same ends and different middles differ.
+  const text = window.truncated ? `${window.length}\n${normalizeText(window.text)}` : normalizeText(window.text);
+  return sha256(text).slice(0, KEY_LENGTH);
+}
+
+// Single quotes only open after a non-word character, so the apostrophe in "can't" opens nothing.
+const QUOTED = /"[^"\n]*"|(?<!\w)'[^'\n]*'|`[^`\n]*`/g;
+const UUID = /\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/g;
+const HEX = /\b0x[0-9a-f]+\b|\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{8,}\b/g;
+const DIGITS = /\d+/g;
+const SPACE = /\s+/g;
+
+/** The error text with what varies between occurrences masked: quoted strings, ids, numbers. */
+export function normalizeError(error: string): string {
+  return error
+    .slice(0, MAX_ERROR_CHARS)
+    .toLowerCase()
+    .replace(QUOTED, '<str>')
+    .replace(UUID, '<id>')
+    .replace(HEX, '<id>')
+    .replace(DIGITS, '#')
+    .replace(SPACE, ' ')
+    .trim();
+}
+
+/** A hash of the normalised error, or null when nothing is left to compare. */
+export function errorSignature(error: string | undefined): string | null {
+  const normalized = error === undefined ? '' : normalizeError(error);
+  return normalized === '' ? null : sha256(normalized).slice(0, KEY_LENGTH);
+}
+
