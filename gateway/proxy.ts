@@ -168,16 +168,24 @@ export function createUpstreamProxy(options: UpstreamOptions, hooks: UpstreamHoo
           res.destroy();
         };
         // An upstream that sends headers and then nothing (a stream never closed) would hold both sockets
-        // for ever: the body may pause for at most idleTimeoutMs between bytes...
-        const idle = setTimeout(() => cut('upstream_idle_timeout', `no byte of the response body from the upstream for ${idleTimeoutMs} ms`), idleTimeoutMs);
-        // ...and one that trickles bytes for ever is cut after maxDurationMs in all.
-        const deadline = setTimeout(() => cut('upstream_max_duration', `the upstream response was still going after ${maxDurationMs} ms (upstream.maxDurationMs)`), maxDurationMs);
-        proxyRes.on('data', () => idle.refresh());
+        // for ever: the body may pause for at most idleTimeoutMs between bytes, and one that trickles
+        // bytes for ever is cut after maxDurationMs in all. One timer watches both.
+        const started = performance.now();
+        let lastByte = started;
+        const check = () => {
+          const now = performance.now();
+          if (now - started >= maxDurationMs) return cut('upstream_max_duration', `the upstream response was still going after ${maxDurationMs} ms (upstream.maxDurationMs)`);
+          if (now - lastByte >= idleTimeoutMs) return cut('upstream_idle_timeout', `no byte of the response body from the upstream for ${idleTimeoutMs} ms`);
+          timer = setTimeout(check, Math.min(idleTimeoutMs - (now - lastByte), maxDurationMs - (now - started)));
+        };
+        let timer = setTimeout(check, Math.min(idleTimeoutMs, maxDurationMs));
+        proxyRes.on('data', () => {
+          lastByte = performance.now();
+        });
         // An upstream that stops mid-response (closed or reset) ends the client's response too, as a
         // direct connection would: a half-sent stream must not hang open.
         proxyRes.once('close', () => {
-          clearTimeout(idle);
-          clearTimeout(deadline);
+          clearTimeout(timer);
           if (proxyRes.complete) return;
           if (!cutAfterHeaders.has(req) && !clientGone.has(req)) {
             cutAfterHeaders.add(req);
