@@ -5,10 +5,14 @@ import { z } from 'zod';
 import { parseArgs } from 'node:util';
 import { createClassifier, evaluate, turnsOf, type Classifier, type EngineName, type Turns } from '../src/index.js';
 import { explainDecision, formatReport } from './format.js';
-import { pino } from 'pino';
+import cluster from 'node:cluster';
+import { availableParallelism } from 'node:os';
+import { pino, type Logger } from 'pino';
 import { startGateway } from '../gateway/app.js';
 import { buildSnapshot } from '../gateway/snapshot.js';
-import { loadConfig } from '../gateway/config.js';
+import { loadConfig, redisAddress, workerCount, type LoadedConfig } from '../gateway/config.js';
+import { startCluster } from '../gateway/cluster.js';
+import type { ReloadResult } from '../gateway/runtime.js';
 import { packageRoot, readDataFile } from '../middleware/files.js';
 import { initialConfig } from './init.js';
 import { readStdin } from './read.js';
@@ -21,7 +25,7 @@ const USAGE = `usage:
   task-router eval FILE.jsonl [--json]      score a labelled corpus against the quality gates
   task-router check [--config FILE]         validate the configuration, rule set, scorer, prompts and wrapper list
   task-router train [--check]               rebuild the scorer and context weights from data/ (--check: compare with the shipped ones)
-  task-router serve [--config FILE]         run the gateway (npm start)
+  task-router serve [--config FILE] [--workers N|auto]  run the gateway (npm start)
   task-router init [FILE]                   write a commented configuration to FILE (default task-router.yaml)
   task-router COMMAND --help                that command's own help
   task-router --version                     print the version
@@ -29,6 +33,7 @@ options:
   --config FILE       gateway configuration (YAML or JSON); default: $TASK_ROUTER_CONFIG or config/default.yaml
   --port N            serve: listen on port N (wins over PORT and the file)
   --upstream URL      serve: the upstream LLM API's base URL (wins over UPSTREAM_URL and the file)
+  --workers N|auto    serve: worker processes sharing the port (wins over WORKERS and server.workers; auto: one per core)
   --rules FILE        rule set (JSON or YAML); default: the shipped config/rules.json
   --engine NAME       regex engine: re2js (default) or re2-wasm
   --rules-only        classify and eval with the rules alone: no scorer, no context model
@@ -39,6 +44,8 @@ ENVIRONMENT (read by serve and check; each wins over the configuration file at s
   HOST                address to listen on (server.host; default 127.0.0.1)
   PORT                port to listen on (server.port; default 8080)
   UPSTREAM_URL        the upstream LLM API's base URL, without /v1 (upstream.url; unset: the built-in echo upstream)
+  WORKERS             worker processes, or auto for one per core (server.workers; default 1: no cluster)
+  REDIS_URL           Redis for state shared between workers and replicas (state.redis.url; unset: each process's own memory)
   ENABLE_HARD_ROUTING true or false (routing.hard); false sends the soft-router prompt, the classifier runs in shadow
   LOG_DIR             folder for decisions/ and memory/ logs (logging.dir; default ./logs)
   ADMIN_TOKEN         turns the admin API on (/admin/*, /router/sessions) and is its bearer token
@@ -64,10 +71,12 @@ wrapper list, and names every problem. Exit 0 when all are valid, 2 otherwise.`,
   train: `usage: task-router train [--check]
 Rebuilds config/scorer.json and config/context.json from data/ (a checkout, not the installed package).
 --check compares the result with the shipped files and exits 1 if a bit differs.`,
-  serve: `usage: task-router serve [--config FILE] [--port N] [--upstream URL]
+  serve: `usage: task-router serve [--config FILE] [--port N] [--upstream URL] [--workers N|auto]
 Runs the gateway. SIGHUP reloads the configuration, rules, prompts and wrapper list; SIGTERM or SIGINT
-drains (readiness fails, responses in flight get server.shutdownGraceMs) and exits 0. See ENVIRONMENT in
-task-router --help for the variables it reads.`,
+drains (readiness fails, responses in flight get server.shutdownGraceMs) and exits 0. With --workers N
+(WORKERS, server.workers) above 1, a primary process runs N workers sharing the port: signals go to the
+primary, which passes them to every worker, replaces a worker that dies, and serves one /metrics for
+all. See ENVIRONMENT in task-router --help for the variables it reads.`,
   init: `usage: task-router init [FILE] [--force]
 Writes a commented configuration (every setting with its default and what it does) to FILE, default
 task-router.yaml in the working directory; rules, prompts and wrapper list are left to the shipped ones.
@@ -89,6 +98,7 @@ const OPTIONS = {
   version: { type: 'boolean', short: 'v' },
   port: { type: 'string' },
   upstream: { type: 'string' },
+  workers: { type: 'string' },
   force: { type: 'boolean' },
 } as const;
 
@@ -187,8 +197,8 @@ async function checkCommand(values: { config?: string | undefined; rules?: strin
   return 0;
 }
 
-/** The environment serve runs with: --port and --upstream win over PORT and UPSTREAM_URL. */
-function serveEnv(values: { port?: string | undefined; upstream?: string | undefined }): NodeJS.ProcessEnv {
+/** The environment serve runs with: --port, --upstream and --workers win over PORT, UPSTREAM_URL and WORKERS. */
+function serveEnv(values: ServeValues): NodeJS.ProcessEnv {
   const env = { ...process.env };
   if (values.port !== undefined) {
     if (!/^\d{1,5}$/.test(values.port) || Number(values.port) > 65535) throw new UsageError(`--port must be a port number from 0 to 65535, got "${values.port}"`);
@@ -198,41 +208,108 @@ function serveEnv(values: { port?: string | undefined; upstream?: string | undef
     if (!/^https?:\/\/./.test(values.upstream)) throw new UsageError(`--upstream must be an http:// or https:// base URL such as https://api.openai.com, got "${values.upstream}"`);
     env.UPSTREAM_URL = values.upstream;
   }
+  if (values.workers !== undefined) {
+    if (!/^(?:\d{1,3}|auto)$/.test(values.workers) || values.workers === '0') throw new UsageError(`--workers must be a number of worker processes (1 or more) or auto (one per core), got "${values.workers}"`);
+    env.WORKERS = values.workers;
+  }
   return env;
 }
 
-async function serveCommand(values: { config?: string | undefined; port?: string | undefined; upstream?: string | undefined }): Promise<number> {
+interface ServeValues {
+  readonly config?: string | undefined;
+  readonly port?: string | undefined;
+  readonly upstream?: string | undefined;
+  readonly workers?: string | undefined;
+}
+
+function serveLog(): Logger {
   const level = process.env.LOG_LEVEL?.trim().toLowerCase() || 'info';
   if (!LOG_LEVELS.includes(level)) throw new UsageError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${process.env.LOG_LEVEL}"`);
   // ISO times: operational logs are read by people and shipped to stores that parse ISO 8601.
-  const log = pino({ base: null, level, timestamp: pino.stdTimeFunctions.isoTime });
-  const gateway = await startGateway({
-    configFile: configFile(values),
-    env: serveEnv(values),
-    log,
-    events: {
-      reloaded: (result, trigger) => (result.ok
-        ? log.info({ trigger, configHash: result.configHash, hardRouting: result.hardRouting, restartRequired: result.restartRequired }, 'config reloaded')
-        : log.warn({ trigger, errors: result.errors }, 'config reload rejected; the previous configuration keeps serving')),
-      flagChanged: (hardRouting, source) => log.info({ hardRouting, source }, 'hard routing flag set'),
-    },
-  });
-  const snapshot = gateway.runtime.snapshot();
-  if (gateway.echo) log.info({ upstream: gateway.upstreamUrl }, 'no UPSTREAM_URL set: started the built-in echo upstream, which answers with the route taken');
-  log.info({ url: gateway.url, upstream: gateway.upstreamUrl, hardRouting: snapshot.hardRouting, configHash: snapshot.configHash, admin: process.env.ADMIN_TOKEN ? (gateway.adminUrl ?? gateway.url) : 'off (set ADMIN_TOKEN)', metrics: gateway.metricsUrl ?? `${gateway.url}/metrics`, logDir: gateway.runtime.logDir }, 'task-router listening');
-  const reload = () => void gateway.runtime.reload('SIGHUP');
+  return pino({ base: cluster.isWorker ? { worker: cluster.worker?.id } : null, level, timestamp: pino.stdTimeFunctions.isoTime });
+}
+
+/**
+ * Resolves with the first of SIGINT and SIGTERM (or `also`, e.g. the cluster primary's drain message);
+ * afterwards, a second one calls `hurry`. SIGHUP calls `reload` meanwhile.
+ */
+async function untilStopped(reload: () => void, hurry: () => void, also?: (stop: () => void) => void): Promise<NodeJS.Signals | 'primary'> {
   process.on('SIGHUP', reload);
-  const signal = await new Promise<NodeJS.Signals>((resolve) => {
+  const signal = await new Promise<NodeJS.Signals | 'primary'>((resolve) => {
     process.once('SIGINT', () => resolve('SIGINT'));
     process.once('SIGTERM', () => resolve('SIGTERM'));
+    also?.(() => resolve('primary'));
   });
   process.off('SIGHUP', reload);
   // A second signal while draining means "now": what is still in flight is cut at once.
-  const hurry = () => void gateway.drain(0);
   process.once('SIGINT', hurry);
   process.once('SIGTERM', hurry);
+  return signal;
+}
+
+function runtimeEvents(log: Logger) {
+  return {
+    reloaded: (result: ReloadResult, trigger: string) => (result.ok
+      ? log.info({ trigger, configHash: result.configHash, hardRouting: result.hardRouting, restartRequired: result.restartRequired }, 'config reloaded')
+      : log.warn({ trigger, errors: result.errors }, 'config reload rejected; the previous configuration keeps serving')),
+    flagChanged: (hardRouting: boolean, source: string) => log.info({ hardRouting, source }, 'hard routing flag set'),
+  };
+}
+
+async function serveCommand(values: ServeValues): Promise<number> {
+  const log = serveLog();
+  const env = serveEnv(values);
+  if (cluster.isWorker) return serveWorker(values, env, log);
+  const loaded = await loadConfig(configFile(values), env);
+  const workers = workerCount(loaded.config.server.workers, availableParallelism());
+  if (workers > 1) return servePrimary(loaded, workers, env, log);
+  const gateway = await startGateway({ configFile: configFile(values), env, log, events: runtimeEvents(log) });
+  const snapshot = gateway.runtime.snapshot();
+  if (gateway.echo) log.info({ upstream: gateway.upstreamUrl }, 'no UPSTREAM_URL set: started the built-in echo upstream, which answers with the route taken');
+  log.info({ url: gateway.url, upstream: gateway.upstreamUrl, hardRouting: snapshot.hardRouting, configHash: snapshot.configHash, admin: process.env.ADMIN_TOKEN ? (gateway.adminUrl ?? gateway.url) : 'off (set ADMIN_TOKEN)', metrics: gateway.metricsUrl ?? `${gateway.url}/metrics`, logDir: gateway.runtime.logDir }, 'task-router listening');
+  const hurry = () => void gateway.drain(0);
+  const signal = await untilStopped(() => void gateway.runtime.reload('SIGHUP'), hurry);
   log.info({ signal }, 'shutting down');
   await gateway.drain();
+  process.off('SIGINT', hurry);
+  process.off('SIGTERM', hurry);
+  log.info('task-router stopped');
+  return 0;
+}
+
+/** One worker of a cluster: serves like a single gateway, told by the primary when to reload and drain. */
+async function serveWorker(values: ServeValues, env: NodeJS.ProcessEnv, log: Logger): Promise<number> {
+  const gateway = await startGateway({ configFile: configFile(values), env, log, events: runtimeEvents(log), clusterWorker: true });
+  const primary = gateway.primary;
+  log.info({ url: gateway.url, pid: process.pid }, 'worker listening');
+  primary?.listening(gateway.url);
+  const hurry = () => void gateway.drain(0);
+  const signal = await untilStopped(() => void gateway.runtime.reload('SIGHUP'), hurry, (stop) => {
+    primary?.onDrain((now) => {
+      stop();
+      if (now) hurry();
+    });
+    // Without its primary nobody would stop or replace this worker: it drains and exits.
+    process.once('disconnect', stop);
+  });
+  log.info({ signal }, 'worker shutting down');
+  await gateway.drain();
+  process.off('SIGINT', hurry);
+  process.off('SIGTERM', hurry);
+  log.info('worker stopped');
+  // The IPC channel would keep the process alive.
+  if (process.connected) process.disconnect();
+  return 0;
+}
+
+/** The cluster primary: starts the workers and passes signals on; it serves no requests itself. */
+async function servePrimary(loaded: LoadedConfig, workers: number, env: NodeJS.ProcessEnv, log: Logger): Promise<number> {
+  const running = await startCluster({ loaded, workers, env, log, metricsToken: env.METRICS_TOKEN?.trim() || null });
+  log.info({ url: running.url, workers, pid: process.pid, upstream: loaded.config.upstream.url ?? 'echo (each worker runs its own)', redis: loaded.config.state.redis ? redisAddress(loaded.config.state.redis.url) : 'off', admin: process.env.ADMIN_TOKEN ? running.url : 'off (set ADMIN_TOKEN)', metrics: running.metricsUrl ?? `${running.url}/metrics` }, 'task-router listening');
+  const hurry = () => void running.shutdown(true);
+  const signal = await untilStopped(() => running.reload('SIGHUP'), hurry);
+  log.info({ signal }, 'shutting down: draining every worker');
+  await running.shutdown();
   process.off('SIGINT', hurry);
   process.off('SIGTERM', hurry);
   log.info('task-router stopped');

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { bearerToken, tokenMatches } from '../middleware/credentials.js';
 import { jsonKind, ownEndpointErrors, sendRouterError } from '../middleware/errors.js';
 import type { RoutingRuntime } from './runtime.js';
+import type { SharedRoutingStatus } from './shared-routing.js';
 
 const FlagsSchema = z.object({ hardRouting: z.boolean() }).strict();
 
@@ -29,18 +30,24 @@ export function bearerAuth(token: string, options: BearerOptions = {}) {
 
 const ENDPOINTS = 'GET /admin/state, POST /admin/flags, POST /admin/reload';
 
+export interface AdminOptions {
+  /** What is shared with other workers and replicas, for GET /admin/state; left out when nothing is. */
+  readonly shared?: () => SharedRoutingStatus;
+}
+
 /**
  * The admin API: POST /admin/flags {"hardRouting": bool} toggles hard routing for the next request,
- * POST /admin/reload reloads config, rules and prompts, GET /admin/state shows what is serving.
+ * POST /admin/reload reloads config, rules and prompts, GET /admin/state shows what is serving. In a
+ * cluster or with shared state, a flip and a reload reach every worker and replica.
  */
-export function adminRouter(runtime: RoutingRuntime, token: string): Router {
+export function adminRouter(runtime: RoutingRuntime, token: string, options: AdminOptions = {}): Router {
   const router = express.Router();
   // Not strict: a number or a string is valid JSON, and the flags handler says what it should have been.
   router.use('/admin', bearerAuth(token), express.json({ limit: 16 * 1024, type: () => true, strict: false }));
 
   router.get('/admin/state', (_req, res) => {
     const snapshot = runtime.snapshot();
-    res.json({ hardRouting: snapshot.hardRouting, configHash: snapshot.configHash, configFile: runtime.configFile, strategy: snapshot.strategy, lastReload: runtime.lastReload });
+    res.json({ hardRouting: snapshot.hardRouting, configHash: snapshot.configHash, configFile: runtime.configFile, strategy: snapshot.strategy, lastReload: runtime.lastReload, ...(options.shared ? { shared: options.shared() } : {}) });
   });
 
   router.post('/admin/flags', (req, res) => {

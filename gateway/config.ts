@@ -4,6 +4,35 @@ import { z } from 'zod';
 import { STRATEGIES, UNSURE_POLICIES } from '../src/index.js';
 import { packageRoot, readDataFile } from '../middleware/files.js';
 
+/** Most workers accepted: beyond a few per core they only compete for it. */
+export const MAX_WORKERS = 256;
+
+const WORKERS_EXPECTED = `a whole number of workers from 1 to ${MAX_WORKERS}, or auto (one per core)`;
+const WorkersSchema = z.union([
+  z.literal('auto'),
+  z.number().int(WORKERS_EXPECTED).min(1, WORKERS_EXPECTED).max(MAX_WORKERS, WORKERS_EXPECTED),
+], { error: WORKERS_EXPECTED });
+
+/**
+ * Shared state in Redis (state.redis). Every call has `timeoutMs`: a slow or absent Redis costs a
+ * request its shared state (it is routed with this process's own), never its latency.
+ */
+export const RedisSchema = z
+  .object({
+    url: z.url({ protocol: /^rediss?$/, error: 'a redis:// or rediss:// URL, e.g. redis://127.0.0.1:6379' }),
+    /** Prepended to every key and channel, so several gateways (or other applications) can share one Redis. */
+    keyPrefix: z.string().regex(/^[A-Za-z0-9:._-]{0,64}$/, 'at most 64 letters, digits or :._-').default('task-router:'),
+    /** Longest wait for one Redis call; past it the request goes on with local state. */
+    timeoutMs: z.number().int().min(1).max(10_000).default(50),
+    /** Longest the gateway waits for Redis at start before serving with local state (it keeps reconnecting). */
+    connectTimeoutMs: z.number().int().min(10).max(60_000).default(1000),
+    /** Largest session state written; a larger one has its oldest tasks and decision ids dropped first. */
+    maxStateBytes: z.number().int().min(4096).max(4 * 1024 * 1024).default(256 * 1024),
+  })
+  .strict();
+
+export type RedisSettings = z.infer<typeof RedisSchema>;
+
 /** The gateway's configuration file, validated at load; every field has a default. */
 export const ConfigSchema = z
   .object({
@@ -19,6 +48,11 @@ export const ConfigSchema = z
         maxConnections: z.number().int().positive().default(4096),
         /** On SIGTERM, how long in-flight responses (streams included) may take to finish before they are cut. */
         shutdownGraceMs: z.number().int().min(0).max(3_600_000).default(30_000),
+        /**
+         * Processes serving requests: 1 serves in this process; more (or auto, one per core) run a primary
+         * that forks that many workers with node:cluster, sharing the listening port.
+         */
+        workers: WorkersSchema.default(1),
       })
       .strict()
       .refine((server) => server.headersTimeoutMs <= server.requestTimeoutMs, { message: 'headersTimeoutMs must not be larger than requestTimeoutMs', path: ['headersTimeoutMs'] })
@@ -151,6 +185,13 @@ export const ConfigSchema = z
       })
       .strict()
       .prefault({}),
+    state: z
+      .object({
+        /** Where state shared between processes and replicas lives; null keeps it in each process's memory. */
+        redis: RedisSchema.nullable().default(null),
+      })
+      .strict()
+      .prefault({}),
   })
   .strict();
 
@@ -205,6 +246,17 @@ function applyEnv(raw: unknown, env: NodeJS.ProcessEnv, issues: string[]): unkno
     else section('server').port = port;
   }
   if (env.UPSTREAM_URL) section('upstream').url = env.UPSTREAM_URL;
+  if (env.WORKERS) {
+    const workers = env.WORKERS.trim().toLowerCase();
+    if (workers === 'auto') section('server').workers = 'auto';
+    else if (/^\d+$/.test(workers)) section('server').workers = Number(workers);
+    else issues.push(`WORKERS: expected a whole number of workers or auto, got "${env.WORKERS}"`);
+  }
+  if (env.REDIS_URL) {
+    const state = section('state');
+    const redis = typeof state.redis === 'object' && state.redis !== null ? state.redis : {};
+    state.redis = { ...redis, url: env.REDIS_URL };
+  }
   if (env.LOG_DIR) section('logging').dir = resolve(env.LOG_DIR);
   if (env.ENABLE_HARD_ROUTING !== undefined && env.ENABLE_HARD_ROUTING !== '') {
     const flag = ENV_BOOLEAN[env.ENABLE_HARD_ROUTING.trim().toLowerCase()];
@@ -243,7 +295,19 @@ export function withoutSecrets(config: GatewayConfig): GatewayConfig {
     ...config,
     routing: { ...config.routing, overrideToken: secret(config.routing.overrideToken) },
     outcomes: { ...config.outcomes, token: secret(config.outcomes.token) },
+    state: { ...config.state, redis: config.state.redis === null ? null : { ...config.state.redis, url: redisAddress(config.state.redis.url) } },
   };
+}
+
+/** A Redis URL without its credentials, for logs and displays: redis://host:port/db. */
+export function redisAddress(url: string): string {
+  const parsed = new URL(url);
+  return `${parsed.protocol}//${parsed.host}${parsed.pathname === '/' ? '' : parsed.pathname}`;
+}
+
+/** The number of workers `server.workers` asks for on this machine. */
+export function workerCount(workers: GatewayConfig['server']['workers'], cores: number): number {
+  return workers === 'auto' ? Math.max(1, Math.min(MAX_WORKERS, cores)) : workers;
 }
 
 /** A short, stable fingerprint of everything that shapes routing. */

@@ -8,7 +8,15 @@ export type ReloadResult =
   | { readonly ok: true; readonly configHash: string; readonly hardRouting: boolean; readonly restartRequired: readonly string[] }
   | { readonly ok: false; readonly errors: readonly string[] };
 
-export type FlagSource = 'env' | 'config' | 'admin';
+/** Where a flag change came from; peer: another worker or replica, relayed (see shared-routing.ts). */
+export type FlagSource = 'env' | 'config' | 'admin' | 'peer';
+
+/**
+ * Who else a reload is for: everywhere (started here: the other workers of this machine and the other
+ * replicas reload too), replicas (this machine's workers were all told already: only other replicas), or
+ * here (a reload relayed from elsewhere, which goes no further).
+ */
+export type ReloadReach = 'everywhere' | 'replicas' | 'here';
 
 /** How the last load or reload went, for /healthz and /admin/state: `trigger` is start, api, admin, watch or SIGHUP. */
 export interface ReloadStatus {
@@ -21,12 +29,13 @@ export interface ReloadStatus {
 }
 
 export interface RuntimeEvents {
-  reloaded?(result: ReloadResult, trigger: string): void;
-  flagChanged?(hardRouting: boolean, source: FlagSource): void;
+  reloaded?(result: ReloadResult, trigger: string, reach: ReloadReach): void;
+  /** `reach`: for a change a reload made (source config), that reload's; otherwise everywhere, or here for a peer's. */
+  flagChanged?(hardRouting: boolean, source: FlagSource, reach: ReloadReach): void;
 }
 
 // Settings the running server was built with; a reload reports them rather than half-applying them.
-const RESTART_ONLY: readonly (keyof GatewayConfig)[] = ['server', 'upstream', 'limits', 'admin', 'metrics', 'logging', 'sessions', 'outcomes'];
+const RESTART_ONLY: readonly (keyof GatewayConfig)[] = ['server', 'upstream', 'limits', 'admin', 'metrics', 'logging', 'sessions', 'outcomes', 'state'];
 
 /**
  * The gateway's routing state: one snapshot, swapped whole on reload or toggle, so a request reads one
@@ -37,8 +46,7 @@ export class RoutingRuntime {
   #snapshot: RoutingSnapshot;
   #loaded: LoadedConfig;
   #reloading: Promise<ReloadResult> | null = null;
-  #watchers: FSWatcher[] = [];
-  #timer: NodeJS.Timeout | null = null;
+  #stopWatching: (() => void) | null = null;
   #lastReload: ReloadStatus = { ok: true, at: new Date().toISOString(), trigger: 'start', errors: [] };
 
   private constructor(loaded: LoadedConfig, snapshot: RoutingSnapshot, private readonly env: NodeJS.ProcessEnv, private readonly events: RuntimeEvents) {
@@ -76,7 +84,7 @@ export class RoutingRuntime {
     if (this.#snapshot.hardRouting !== on) {
       this.#snapshot = { ...this.#snapshot, hardRouting: on };
     }
-    this.events.flagChanged?.(on, source);
+    this.events.flagChanged?.(on, source, source === 'peer' ? 'here' : 'everywhere');
   }
 
   /**
@@ -84,14 +92,14 @@ export class RoutingRuntime {
    * ENABLE_HARD_ROUTING won at start, and afterwards the flag follows the file only when the file's own
    * value changes, so an unrelated edit never undoes an admin toggle. Concurrent calls share one reload.
    */
-  reload(trigger = 'api'): Promise<ReloadResult> {
-    this.#reloading ??= this.#reload(trigger).finally(() => {
+  reload(trigger = 'api', reach: ReloadReach = 'everywhere'): Promise<ReloadResult> {
+    this.#reloading ??= this.#reload(trigger, reach).finally(() => {
       this.#reloading = null;
     });
     return this.#reloading;
   }
 
-  async #reload(trigger: string): Promise<ReloadResult> {
+  async #reload(trigger: string, reach: ReloadReach): Promise<ReloadResult> {
     let result: ReloadResult;
     try {
       const { ENABLE_HARD_ROUTING: _startOnly, ...env } = this.env;
@@ -102,50 +110,64 @@ export class RoutingRuntime {
       const restartRequired = RESTART_ONLY.filter((key) => JSON.stringify(loaded.config[key]) !== JSON.stringify(this.#loaded.config[key]));
       this.#loaded = { ...loaded, config: { ...loaded.config, ...Object.fromEntries(RESTART_ONLY.map((key) => [key, this.#loaded.config[key]])) } };
       this.#snapshot = { ...next, hardRouting };
-      if (fileFlagChanged) this.events.flagChanged?.(hardRouting, 'config');
+      if (fileFlagChanged) this.events.flagChanged?.(hardRouting, 'config', reach);
       result = { ok: true, configHash: next.configHash, hardRouting, restartRequired };
     } catch (error) {
       const errors = 'issues' in (error as object) ? [...(error as { issues: readonly string[] }).issues] : [(error as Error).message];
       result = { ok: false, errors };
     }
     this.#lastReload = { ok: result.ok, at: new Date().toISOString(), trigger, errors: result.ok ? [] : result.errors };
-    this.events.reloaded?.(result, trigger);
+    this.events.reloaded?.(result, trigger, reach);
     return result;
   }
 
-  /** Reloads when the config file, the rule set, the wrapper list or any prompt file changes; editors that replace files are covered. */
+  /** Reloads when the config file, the rule set, the wrapper list or any prompt file changes. */
   watch(debounceMs = this.#loaded.config.reload.debounceMs): void {
     this.unwatch();
-    const targets = new Map<string, Set<string> | null>();
-    const add = (dir: string, name: string | null) => {
-      if (!targets.has(dir)) targets.set(dir, new Set());
-      const names = targets.get(dir);
-      if (name === null) targets.set(dir, null);
-      else names?.add(name);
-    };
-    add(dirname(this.#loaded.file), basename(this.#loaded.file));
-    add(dirname(this.#loaded.rulesFile), basename(this.#loaded.rulesFile));
-    add(dirname(this.#loaded.wrappersFile), basename(this.#loaded.wrappersFile));
-    add(this.#loaded.promptsDir, null);
-    for (const [dir, names] of targets) {
-      try {
-        const watcher = watch(dir, (_event, name) => {
-          if (names !== null && (name === null || !names.has(name.toString()))) return;
-          if (this.#timer) clearTimeout(this.#timer);
-          this.#timer = setTimeout(() => void this.reload('watch'), debounceMs);
-        });
-        watcher.on('error', () => watcher.close());
-        this.#watchers.push(watcher);
-      } catch {
-        // A folder that cannot be watched still reloads on SIGHUP and POST /admin/reload.
-      }
-    }
+    this.#stopWatching = watchConfigFiles(this.#loaded, debounceMs, () => void this.reload('watch'));
   }
 
   unwatch(): void {
-    for (const watcher of this.#watchers) watcher.close();
-    this.#watchers = [];
-    if (this.#timer) clearTimeout(this.#timer);
-    this.#timer = null;
+    this.#stopWatching?.();
+    this.#stopWatching = null;
   }
+}
+
+/**
+ * Calls `changed` (debounced) when the config file, the rule set, the wrapper list or any prompt file
+ * of `loaded` changes; editors that replace files are covered. Returns the function that stops watching.
+ * The cluster primary uses it too, to tell every worker.
+ */
+export function watchConfigFiles(loaded: LoadedConfig, debounceMs: number, changed: () => void): () => void {
+  const watchers: FSWatcher[] = [];
+  let timer: NodeJS.Timeout | null = null;
+  const targets = new Map<string, Set<string> | null>();
+  const add = (dir: string, name: string | null) => {
+    if (!targets.has(dir)) targets.set(dir, new Set());
+    const names = targets.get(dir);
+    if (name === null) targets.set(dir, null);
+    else names?.add(name);
+  };
+  add(dirname(loaded.file), basename(loaded.file));
+  add(dirname(loaded.rulesFile), basename(loaded.rulesFile));
+  add(dirname(loaded.wrappersFile), basename(loaded.wrappersFile));
+  add(loaded.promptsDir, null);
+  for (const [dir, names] of targets) {
+    try {
+      const watcher = watch(dir, (_event, name) => {
+        if (names !== null && (name === null || !names.has(name.toString()))) return;
+        if (timer) clearTimeout(timer);
+        timer = setTimeout(changed, debounceMs);
+      });
+      watcher.on('error', () => watcher.close());
+      watchers.push(watcher);
+    } catch {
+      // A folder that cannot be watched still reloads on SIGHUP and POST /admin/reload.
+    }
+  }
+  return () => {
+    for (const watcher of watchers) watcher.close();
+    if (timer) clearTimeout(timer);
+    timer = null;
+  };
 }

@@ -13,15 +13,28 @@ import {
 
 type MaybePromise<T> = T | Promise<T>;
 
+/** What a change of one session leaves behind: `state` to store (undefined: leave it as it was) and what to answer. */
+export interface SessionChange<T> {
+  readonly state?: SessionState | undefined;
+  readonly result: T;
+}
+
 /**
  * Where session state lives. Methods may answer synchronously or with a promise, so a shared store
- * (Redis and the like) can be plugged in; the built-in one is in memory. A shared store must bring its own
- * cross-process locking: the tracker serialises updates of one session only within this process.
+ * (Redis and the like) can be plugged in; the built-in one is in memory. The tracker serialises updates
+ * of one session only within this process: a store shared between processes implements `update`, an
+ * atomic read-modify-write, so updates from several processes never lose each other.
  */
 export interface SessionStore {
   get(session: string): MaybePromise<SessionState | undefined>;
   set(session: string, state: SessionState): MaybePromise<void>;
   delete(session: string): MaybePromise<void>;
+  /**
+   * Applies `change` to the session's current state atomically. `change` is pure and may be called more
+   * than once (a shared store retries it when another process wrote first); an error it throws is passed
+   * on and nothing is written.
+   */
+  update?<T>(session: string, change: (current: SessionState | undefined) => SessionChange<T>): Promise<T>;
 }
 
 export interface MemoryStoreOptions {
@@ -126,15 +139,14 @@ export class SessionTracker {
    * next request) nor take and read the debate waiting for its owner.
    */
   decided(session: string, seen: TaskSeen, owner = ''): Promise<PendingDebate | null> {
-    return this.#exclusive(session, async () => {
+    return this.#change(session, (current) => {
       const now = this.#now();
-      const stored = (await this.store.get(session)) as OwnedSessionState | undefined;
+      const stored = current as OwnedSessionState | undefined;
       if (stored && (stored.owner ?? '') !== owner) throw new SessionOwnerError(session);
       const state = recordDecision(stored ?? emptySession(now), seen, now, this.settings);
       const taken = takePending(state, now);
       const owned: OwnedSessionState = { ...taken.state, owner };
-      await this.store.set(session, owned);
-      return taken.debate;
+      return { state: owned, result: taken.debate };
     });
   }
 
@@ -144,16 +156,14 @@ export class SessionTracker {
    * (never seen, or expired), `unknown_task` when the decision is not among its recent ones.
    */
   report(session: string, report: DecisionReport): Promise<OutcomeResult | { readonly ok: false; readonly reason: 'unknown_session' }> {
-    return this.#exclusive(session, async () => {
-      const state = (await this.store.get(session)) as OwnedSessionState | undefined;
-      if (!state) return { ok: false, reason: 'unknown_session' } as const;
-      if (!state.decisions.some(([id]) => id === report.decision)) return { ok: false, reason: 'unknown_task' } as const;
+    return this.#change(session, (current): SessionChange<OutcomeResult | { readonly ok: false; readonly reason: 'unknown_session' }> => {
+      const state = current as OwnedSessionState | undefined;
+      if (!state) return { result: { ok: false, reason: 'unknown_session' } };
+      if (!state.decisions.some(([id]) => id === report.decision)) return { result: { ok: false, reason: 'unknown_task' } };
       const result = recordOutcome(state, { task: report.decision, outcome: report.outcome, error: report.error }, this.#now(), this.settings);
-      if (result.ok) {
-        const owned: OwnedSessionState = { ...result.state, owner: state.owner ?? '' };
-        await this.store.set(session, owned);
-      }
-      return result;
+      if (!result.ok) return { result };
+      const owned: OwnedSessionState = { ...result.state, owner: state.owner ?? '' };
+      return { state: owned, result };
     });
   }
 
@@ -163,6 +173,21 @@ export class SessionTracker {
     if (!stored) return undefined;
     const { owner: _owner, ...state } = stored;
     return state;
+  }
+
+  /**
+   * One read-modify-write of a session, after the previous one of this process has finished: through
+   * the store's atomic `update` when it has one (other processes may write the same session), else get
+   * then set.
+   */
+  #change<T>(session: string, change: (current: SessionState | undefined) => SessionChange<T>): Promise<T> {
+    const store = this.store;
+    return this.#exclusive(session, async () => {
+      if (store.update) return store.update(session, change);
+      const { state, result } = change(await store.get(session));
+      if (state !== undefined) await store.set(session, state);
+      return result;
+    });
   }
 
   #exclusive<T>(session: string, work: () => Promise<T>): Promise<T> {

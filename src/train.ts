@@ -153,7 +153,9 @@ export function trainScorer(train: readonly TrainingExample[], dev: readonly Tra
   for (const weight of weights) largest = Math.max(largest, Math.abs(weight));
   const scale = round(32767 / largest, 4);
   const bytes = Buffer.alloc(2 << bits);
-  weights.forEach((weight, slot) => bytes.writeInt16LE(Math.max(-32767, Math.min(32767, Math.round(weight * scale))), slot * 2));
+  weights.forEach((weight, slot) => {
+    bytes.writeInt16LE(Math.max(-32767, Math.min(32767, Math.round(weight * scale))), slot * 2);
+  });
   const stored = new Float64Array(1 << bits);
   for (let slot = 0; slot < stored.length; slot += 1) stored[slot] = bytes.readInt16LE(slot * 2) / scale;
   const roundedBias = round(bias, 6);

@@ -1,14 +1,15 @@
 /**
  * Fuzzing request handling over real HTTP: bodies of the three chat APIs with a wrong type in any field,
- * arbitrary JSON, content parts of unknown types, raw bytes, deep nesting, huge bodies and 100k-message
- * arrays. The property: every request is either forwarded (the fake upstream saw it, the client got its
- * answer) or refused with a clear 4xx in the API's own error shape (400 or 413; 415 for a charset other
+ * arbitrary JSON, content parts of unknown types, raw bytes, deep nesting and huge bodies (100k-message
+ * arrays, timed too, are in http.fuzz.slow.test.ts). The property: every request is either forwarded
+ * (the fake upstream saw it, the client got its answer) or refused with a clear 4xx in the API's own error shape (400 or 413; 415 for a charset other
  * than UTF-8); never a 5xx of ours, never a crash (an uncaught exception here fails the run).
  */
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiReply, startFakeUpstream, startGatewayForTest, type ApiName, type FakeUpstream, type TestGateway } from '../support/fake-upstream.js';
-import { APIS, CHAT_PATH } from '../gateway/clients.js';
+import { APIS } from '../gateway/clients.js';
+import { forwardedOrRefused as checkForwardedOrRefused } from './forwarded.js';
 
 const BODY_BYTES = 2 * 1024 * 1024;
 
@@ -25,32 +26,9 @@ afterAll(async () => {
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
-/** The error body each API's SDK understands. */
-function isApiError(api: ApiName, body: unknown): boolean {
-  if (typeof body !== 'object' || body === null) return false;
-  const error = (body as { error?: Record<string, unknown> }).error;
-  if (typeof error !== 'object' || error === null || typeof error.message !== 'string' || error.message === '') return false;
-  if (api === 'anthropic') return (body as { type?: unknown }).type === 'error' && typeof error.type === 'string';
-  return typeof error.type === 'string' && 'param' in error && typeof error.code === 'string';
-}
-
 /** Sends a body and checks the property; returns the status. */
-async function forwardedOrRefused(api: ApiName, body: string | Uint8Array, contentType = 'application/json'): Promise<number> {
-  const before = upstream.requests.length;
-  const response = await fetch(`${gateway.url}${CHAT_PATH[api]}`, { method: 'POST', headers: { 'content-type': contentType }, body: body as BodyInit });
-  const text = await response.text();
-  const seen = upstream.requests.length - before;
-  if (response.status === 200) {
-    expect(seen, 'a 200 must come from the upstream').toBe(1);
-  } else {
-    // A charset other than UTF-8 is refused whatever the body: 415 Unsupported Media Type.
-    const refusals = /charset=(?!utf-)/i.test(contentType) ? [415] : [400, 413];
-    expect(refusals, `status ${response.status}: ${text.slice(0, 300)}`).toContain(response.status);
-    expect(seen, 'a refused request must not reach the upstream').toBe(0);
-    expect(isApiError(api, JSON.parse(text)), text.slice(0, 300)).toBe(true);
-  }
-  return response.status;
-}
+const forwardedOrRefused = (api: ApiName, body: string | Uint8Array, contentType?: string): Promise<number> =>
+  checkForwardedOrRefused(gateway.url, upstream, api, body, contentType);
 
 /** A valid request body of each API, with a system prompt, parts, tools and a tool turn to mutate. */
 function baseBody(api: ApiName): Record<string, Json> {
@@ -186,29 +164,5 @@ describe('request handling fuzz (real gateway, real fake upstream)', () => {
     const padding = BODY_BYTES - shell('').length;
     expect(await forwardedOrRefused(api, shell(`deploy it ${'é'.repeat(Math.floor((padding - 10) / 2))}`))).toBe(200);
     expect(await forwardedOrRefused(api, shell('x'.repeat(padding + 1)))).toBe(413);
-  });
-});
-
-describe('100k-entry message arrays', () => {
-  it.each(APIS)('%s: refused with a 413 by the default limit, forwarded when the limit allows them', async (api) => {
-    const turns = Array.from({ length: 100_000 }, (_, index) => ({ role: index % 2 === 0 ? 'user' : 'assistant', content: index === 99_998 ? 'fix the failing test in src/app.ts' : 'ok' }));
-    turns.push({ role: 'user', content: 'yes' });
-    const body = JSON.stringify(api === 'openai-responses' ? { model: 'm', input: turns } : { model: 'm', max_tokens: 8, messages: turns });
-    expect(await forwardedOrRefused(api, body)).toBe(413);
-
-    const roomy = await startGatewayForTest({ upstreamUrl: upstream.url, overrides: { maxMessages: 200_000, bodyBytes: 16 * 1024 * 1024 } });
-    try {
-      const before = upstream.requests.length;
-      const started = performance.now();
-      const response = await fetch(`${roomy.url}${CHAT_PATH[api]}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
-      await response.arrayBuffer();
-      expect(response.status).toBe(200);
-      expect(performance.now() - started).toBeLessThan(5_000);
-      expect(upstream.requests.length - before).toBe(1);
-      const sent = upstream.last().json;
-      expect((api === 'openai-responses' ? sent.input : sent.messages).length).toBeGreaterThanOrEqual(100_001);
-    } finally {
-      await roomy.close();
-    }
   });
 });

@@ -4,7 +4,7 @@
  */
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import type { ApiName } from '../support/fake-upstream.js';
+import type { ApiName, RecordedRequest } from '../support/fake-upstream.js';
 
 export const OPENAI_KEY = 'sk-test-openai-key-123';
 export const ANTHROPIC_KEY = 'sk-ant-test-key-456';
@@ -99,8 +99,7 @@ export function postJson(gatewayUrl: string, path: string, body: unknown, header
 }
 
 /** The system prompt of a request body as the upstream received it, by API. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export function systemOf(api: ApiName, body: any): unknown {
+export function systemOf(api: ApiName, body: RecordedRequest['json']): unknown {
   if (api === 'anthropic') return body.system;
   if (api === 'openai-responses') return body.instructions;
   return body.messages?.[0]?.content;

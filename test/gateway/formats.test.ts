@@ -11,6 +11,7 @@ import {
   startGatewayForTest,
   type ApiName,
   type FakeUpstream,
+  type RecordedRequest,
   type TestGateway,
 } from '../support/fake-upstream.js';
 import { APIS, askWithSdk, systemOf, UUID } from './clients.js';
@@ -52,10 +53,10 @@ const CASES: readonly Case[] = [
   },
 ];
 
-function expectOneSystemPrompt(api: ApiName, body: any, raw: string, prompt: string, message: string): void {
+function expectOneSystemPrompt(api: ApiName, body: RecordedRequest['json'], raw: string, prompt: string, message: string): void {
   if (api === 'openai-chat') {
     expect(body.messages[0]).toEqual({ role: 'system', content: prompt });
-    const systems = body.messages.filter((m: any) => m.role === 'system' || m.role === 'developer');
+    const systems = body.messages.filter((m: { role: string }) => m.role === 'system' || m.role === 'developer');
     expect(systems).toHaveLength(1);
     expect(body.messages.at(-1)).toEqual({ role: 'user', content: message });
   } else if (api === 'anthropic') {

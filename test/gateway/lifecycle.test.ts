@@ -1,21 +1,21 @@
 /**
  * Probes and shutdown: /livez and /readyz are answered by the gateway itself (a Kubernetes probe must
  * never reach the LLM provider), /healthz and /admin/state show the last reload, and SIGTERM drains:
- * readiness fails, no new connections, streams in flight finish within server.shutdownGraceMs, and
- * what is left after it is cut, counted and logged as a shutdown cut, not as an upstream fault.
+ * readiness fails, no new connections, streams in flight finish within server.shutdownGraceMs. (That
+ * what is left after the grace is cut at it, counted and logged as a shutdown cut, not as an upstream
+ * fault, is timed in lifecycle.slow.test.ts.)
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import http from 'node:http';
+import type { ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startGateway, type RunningGateway } from '../../gateway/app.js';
-import { ensureBuilt } from '../support/built.js';
 import { writeTestConfig } from '../support/config-file.js';
 import { scratchAndUpstream } from '../support/suite.js';
-import { pieces, replySse, sseEvents, startGatewayForTest, type FakeUpstream } from '../support/fake-upstream.js';
-import { capturedLog, parseSamples, scrape, total } from '../support/running.js';
+import { startGatewayForTest, type FakeUpstream } from '../support/fake-upstream.js';
+import { capturedLog } from '../support/running.js';
+import { serveCli, slowStream, STREAM_BODY, startStream } from './lifecycle-support.js';
 
 const TOKEN = 'lifecycle-admin-token';
 let dir: string;
@@ -36,11 +36,6 @@ const config = (changes: Record<string, Record<string, unknown>> = {}) => {
   configs += 1;
   return writeTestConfig(dir, `lifecycle-${configs}.yaml`, { upstream: { url: upstream.url }, logging: { decisions: false, memory: false }, ...changes });
 };
-
-/** An SSE stream of `count` events, `delayMs` apart. */
-const slowStream = (count: number, delayMs: number) => replySse(sseEvents('openai-chat', pieces('one two three four five six seven eight nine ten'.split(' ').slice(0, count).join(' '), count).join(' ')), { delayMs });
-
-const STREAM_BODY = JSON.stringify({ model: 'm', stream: true, messages: [{ role: 'user', content: 'what is a race condition?' }] });
 
 describe('probes', () => {
   it('/livez and /readyz are answered by the gateway, never upstream', async () => {
@@ -88,25 +83,6 @@ describe('probes', () => {
   });
 });
 
-/** Starts a streamed chat request and resolves when its headers are in; `done` says how the body ended. */
-function startStream(url: string): Promise<{ done: Promise<{ complete: boolean; body: string }> }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(`${url}/v1/chat/completions`, { method: 'POST', agent: false, headers: { 'content-type': 'application/json' } }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (body += chunk));
-      const done = new Promise<{ complete: boolean; body: string }>((settle) => {
-        res.on('end', () => settle({ complete: res.complete, body }));
-        res.on('error', () => settle({ complete: false, body }));
-        res.on('close', () => settle({ complete: res.complete, body }));
-      });
-      resolve({ done });
-    });
-    req.on('error', reject);
-    req.end(STREAM_BODY);
-  });
-}
-
 describe('draining (in process)', () => {
   it('fails readiness, lets a stream finish within the grace, and refuses new connections', async () => {
     const { log, lines } = capturedLog();
@@ -137,50 +113,13 @@ describe('draining (in process)', () => {
     expect(lines.join('')).not.toMatch(/shutdown cut/);
     gateway = null;
   });
-
-  it('cuts what is left after the grace, counted and logged as a shutdown cut, not an upstream fault', async () => {
-    const { log, lines } = capturedLog();
-    gateway = await startGateway({ configFile: await config({ server: { shutdownGraceMs: 300 } }), log });
-    const before = await scrape(gateway.url);
-    expect(total(before, 'task_router_shutdown_cuts_total', { kind: 'stream' })).toBe(0);
-    upstream.respond(slowStream(10, 1000));
-    const stream = await startStream(gateway.url);
-    const started = performance.now();
-    await gateway.drain();
-    expect(performance.now() - started).toBeLessThan(3000);
-    const ended = await stream.done;
-    expect(ended.complete).toBe(false);
-    const logged = lines.map((line) => JSON.parse(line) as { msg: string; kind?: string; requestId?: string });
-    const cuts = logged.filter((line) => line.msg.startsWith('shutdown cut'));
-    expect(cuts).toHaveLength(1);
-    expect(cuts[0]).toMatchObject({ kind: 'stream' });
-    expect(cuts[0]?.requestId).toMatch(/\S/);
-    expect(logged.some((line) => line.msg === 'upstream failed')).toBe(false);
-    const after = parseSamples(await gateway.metricsText());
-    expect(total(after, 'task_router_shutdown_cuts_total', { kind: 'stream' })).toBe(1);
-    expect(total(after, 'task_router_shutdown_cuts_total', { kind: 'request' })).toBe(0);
-    expect(total(after, 'task_router_upstream_errors_total')).toBe(0);
-    gateway = null;
-  });
 });
 
 describe('SIGTERM on `task-router serve`', () => {
-  async function serve(graceMs: number): Promise<{ url: string; output: () => string; exited: Promise<number | null> }> {
-    const cli = ensureBuilt('cli/main.js');
-    const file = await config({ server: { shutdownGraceMs: graceMs } });
-    child = spawn(process.execPath, [cli, 'serve', '--config', file], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LOG_DIR: join(dir, 'logs') } });
-    let output = '';
-    child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    const exited = new Promise<number | null>((resolve) => child?.once('close', (code) => resolve(code)));
-    const deadline = Date.now() + 15_000;
-    for (;;) {
-      const listening = /"url":"(http:\/\/[^"]+)".*task-router listening/.exec(output);
-      if (listening) return { url: listening[1] as string, output: () => output, exited };
-      if (Date.now() > deadline || child.exitCode !== null) throw new Error(`the CLI gateway did not start:\n${output}`);
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
-  }
+  const serve = async (graceMs: number) =>
+    serveCli(await config({ server: { shutdownGraceMs: graceMs } }), join(dir, 'logs'), (spawned) => {
+      child = spawned;
+    });
 
   it('a slow stream in flight finishes, then the process exits 0', async () => {
     const running = await serve(10_000);
@@ -194,20 +133,5 @@ describe('SIGTERM on `task-router serve`', () => {
     expect(running.output()).toMatch(/draining for shutdown/);
     expect(running.output()).not.toMatch(/shutdown cut/);
     expect(running.output()).toMatch(/task-router stopped/);
-  });
-
-  it('a stream longer than the grace is cut at the grace and logged as a shutdown cut', async () => {
-    const running = await serve(400);
-    upstream.respond(slowStream(10, 1000));
-    const stream = await startStream(running.url);
-    const started = performance.now();
-    child?.kill('SIGTERM');
-    const ended = await stream.done;
-    expect(ended.complete).toBe(false);
-    expect(await running.exited).toBe(0);
-    expect(performance.now() - started).toBeLessThan(5000);
-    const lines = running.output().trim().split('\n').map((line) => JSON.parse(line) as { msg: string; kind?: string });
-    expect(lines.filter((line) => line.msg.startsWith('shutdown cut'))).toEqual([expect.objectContaining({ kind: 'stream' })]);
-    expect(lines.filter((line) => line.msg === 'upstream failed')).toEqual([]);
   });
 });

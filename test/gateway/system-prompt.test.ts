@@ -88,7 +88,7 @@ describe.each(STRATEGY_LIST)('strategy %s', (strategy) => {
       });
       const messages = seen.json.messages;
       expect(messages[0]).toEqual({ role: 'system', content: composed(strategy, prompts().action, 'Rule A.\n\nRule B.') });
-      expect(messages.filter((m: any) => m.role === 'system' || m.role === 'developer')).toHaveLength(1);
+      expect(messages.filter((m: { role: string }) => m.role === 'system' || m.role === 'developer')).toHaveLength(1);
       expect(messages.slice(1)).toEqual([
         { role: 'user', content: 'hello' },
         { role: 'assistant', content: 'hi, what should I do?' },

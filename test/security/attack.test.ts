@@ -4,7 +4,7 @@
  * /router/outcomes, path aliases of the chat routes, error pages, huge part arrays, slow clients and
  * endless streams, and the smaller findings (upstream decision headers on unrouted paths, the bearer
  * scheme's case, unknown admin paths, the override header without a token, non-object JSON bodies).
- * Every timing assertion leaves a wide margin: these tests must not flake on a loaded machine.
+ * The attacks whose defence is a bound on time are in attack.slow.test.ts.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { join } from 'node:path';
@@ -12,7 +12,7 @@ import { gzipSync } from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
 import { scratchAndUpstream } from '../support/suite.js';
 import type { RunningGateway } from '../../gateway/app.js';
-import { CHAT_FORMATS, taskKeyOf, type JsonObject } from '../../src/index.js';
+import { taskKeyOf, type JsonObject } from '../../src/index.js';
 import { ensureBuilt } from '../support/built.js';
 import { ROOT, writeTestConfig } from '../support/config-file.js';
 import {
@@ -30,7 +30,6 @@ import { scrape, startConfigured, total } from '../support/running.js';
 import { APIS, CHAT_PATH, bodyWithUserText, postJson } from '../gateway/clients.js';
 
 const ACTION = 'fix the failing test in src/app.ts';
-const QUESTION = 'what is a race condition?';
 const ADMIN_TOKEN = 'admin-token-attack-3c9d2e';
 const METRICS_TOKEN = 'metrics-token-attack-7a1f0b';
 const SESSION = 'x-task-router-session';
@@ -510,24 +509,6 @@ describe('6. huge part arrays', () => {
     return api === 'openai-responses' ? { model: 'm', input: [{ role: 'user', content }] } : { model: 'm', max_tokens: 8, messages: [{ role: 'user', content }] };
   };
 
-  it.each(APIS)('%s: finding the human text in 380k parts takes milliseconds, not the event loop', (api) => {
-    const body = turn(api, (index) => `part ${index} of a long paste`);
-    const format = CHAT_FORMATS[api];
-    let fastest = Number.POSITIVE_INFINITY;
-    let text: string | null = null;
-    for (let run = 0; run < 3; run += 1) {
-      const started = performance.now();
-      text = format.latestHumanText(body);
-      fastest = Math.min(fastest, performance.now() - started);
-    }
-    // Before: 0.2-1.6 s; now about a millisecond. The bound leaves a loaded machine a wide margin.
-    expect(fastest).toBeLessThan(50);
-    // Head and tail are both kept.
-    expect(text?.startsWith('part 0 of a long paste\npart 1 of')).toBe(true);
-    expect(text?.endsWith(`part ${PARTS - 1} of a long paste`)).toBe(true);
-    expect((text ?? '').length).toBeLessThan(1024 * 1024);
-  });
-
   it.each([['first', 0], ['last', PARTS - 1]] as const)('over HTTP: an ACTION in the %s of 380k parts is seen', async (_where, at) => {
     const gateway = await gatewayFor({ bodyBytes: 64 * 1024 * 1024 });
     const body = turn('anthropic', (index) => (index === at ? ACTION : 'and so on'));
@@ -545,23 +526,6 @@ describe('6. huge part arrays', () => {
 // -------------------------------------------------------------------------------------------------
 
 describe('7. slow bodies and endless streams', () => {
-  it('a request head or body sent too slowly is cut at server.headersTimeoutMs / requestTimeoutMs; others are served meanwhile', async () => {
-    const gateway = await configured({ server: { headersTimeoutMs: 500, requestTimeoutMs: 1_000 } });
-    const started = performance.now();
-    const slowHead = rawExchange(gateway.url, ['POST /v1/chat/completions HTTP/1.1', 'Host: 127.0.0.1'], '', { endHead: false, timeoutMs: 20_000 });
-    const body = JSON.stringify(bodyWithUserText('openai-chat', ACTION));
-    const slowBody = rawExchange(gateway.url, postHead('/v1/chat/completions', body), body.slice(0, 10), { timeoutMs: 20_000 });
-    const served = await postJson(gateway.url, CHAT_PATH['openai-chat'], bodyWithUserText('openai-chat', ACTION));
-    expect(served.status).toBe(200);
-    await served.arrayBuffer();
-    // Node's defaults would hold both for 60 s and 300 s; the margin here is wide.
-    const [headClosed, bodyClosed] = await Promise.all([slowHead.closed, slowBody.closed]);
-    expect(headClosed - started).toBeLessThan(8_000);
-    expect(bodyClosed - started).toBeLessThan(8_000);
-    expect((await slowBody.response)?.status ?? 408).toBe(408);
-    expect(upstream.requests).toHaveLength(1);
-  });
-
   it('server.maxConnections bounds open connections; a freed slot serves again', async () => {
     const gateway = await configured({ server: { maxConnections: 2, headersTimeoutMs: 20_000, requestTimeoutMs: 30_000 } });
     const held = [0, 1].map(() => rawExchange(gateway.url, ['GET /healthz HTTP/1.1', 'Host: 127.0.0.1'], '', { endHead: false, timeoutMs: 30_000 }));
@@ -574,23 +538,6 @@ describe('7. slow bodies and endless streams', () => {
     const served = await rawRequest(gateway.url, ['GET /healthz HTTP/1.1', 'Host: 127.0.0.1', 'Connection: close'], '', 5_000);
     expect(served?.status).toBe(200);
     held[1]?.socket.destroy();
-  });
-
-  it('a stream that never ends (and never goes idle) is cut at upstream.maxDurationMs and counted as its own kind', async () => {
-    const gateway = await configured({ upstream: { maxDurationMs: 800, idleTimeoutMs: 60_000 } });
-    upstream.respond((req, res) => {
-      res.writeHead(200, { 'content-type': 'text/event-stream' });
-      const timer = setInterval(() => res.write('data: {"choices":[{"index":0,"delta":{"content":"x"}}]}\n\n'), 50);
-      req.socket.once('close', () => clearInterval(timer));
-    });
-    const started = performance.now();
-    const response = await postJson(gateway.url, CHAT_PATH['openai-chat'], bodyWithUserText('openai-chat', ACTION, { stream: true }));
-    expect(response.status).toBe(200);
-    await expect(response.text()).rejects.toThrow();
-    expect(performance.now() - started).toBeLessThan(10_000);
-    const samples = await scrape(gateway.url);
-    expect(total(samples, 'task_router_upstream_errors_total', { kind: 'upstream_max_duration' })).toBe(1);
-    expect(total(samples, 'task_router_upstream_errors_total', { kind: 'upstream_aborted' })).toBe(0);
   });
 });
 

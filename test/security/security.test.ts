@@ -6,7 +6,6 @@
  * basic disabled-override case; this file covers the rest.)
  */
 import { request, type IncomingHttpHeaders } from 'node:http';
-import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
@@ -157,7 +156,7 @@ describe('no prototype pollution through JSON bodies', () => {
 
     // The client's keys went upstream as data, at every level (they are the client's to send)...
     const sent = upstream.last().text;
-    const received = JSON.parse(sent, (key, value) => value);
+    const received = JSON.parse(sent, (_key, value) => value);
     expect(Object.getPrototypeOf(received)).toBe(Object.prototype);
     for (const key of POISON) expect(sent).toContain(`"${key}":{"polluted":"yes"`);
     // ...and the objects the rewrite made itself carry none of them.

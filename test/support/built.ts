@@ -10,7 +10,7 @@ import { ROOT } from './config-file.js';
 /** Newest modification time of the TypeScript sources dist/ is built from. */
 function newestSource(): number {
   let newest = 0;
-  for (const folder of ['bench', 'cli', 'middleware', 'src']) {
+  for (const folder of ['bench', 'cli', 'gateway', 'middleware', 'src']) {
     for (const name of readdirSync(join(ROOT, folder), { recursive: true }) as string[]) {
       if (name.endsWith('.ts')) newest = Math.max(newest, statSync(join(ROOT, folder, name)).mtimeMs);
     }

@@ -27,7 +27,7 @@ export interface RecordedRequest {
   readonly body: Buffer;
   readonly text: string;
   /** The body parsed as JSON, or undefined when it is not JSON. */
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  // biome-ignore lint/suspicious/noExplicitAny: any JSON the client sent; tests read it by path and assert what they find
   readonly json: any;
   readonly socket: Socket;
   readonly receivedAt: number;

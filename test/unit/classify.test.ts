@@ -261,6 +261,7 @@ describe('trivial fast path', () => {
     ['date -u', 'date'],
     ['date +%Y-%m-%d', 'date'],
     ['echo $HOME', 'echo'],
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell variable, as the user types it
     ['echo ${HOME}', 'echo'],
     ['echo "hello $USER"', 'echo'],
     ["echo 'hi there'", 'echo'],
@@ -559,6 +560,10 @@ describe('evaluate', () => {
     confidence: mode === 'ACTION' ? 'WEAK' : 'NONE',
     triggers: [],
     step: mode === 'ACTION' ? 'triggers' : 'default',
+    score: mode === 'ACTION' ? 1 : 0,
+    unsure: false,
+    scorer: null,
+    features: [],
     debate: { verdict: 'NONE', stakes: 'none', reasons: [], bypass: null },
     scan: { length: 1, scanned: 1, truncated: false },
     engine: 're2js',

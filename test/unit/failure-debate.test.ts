@@ -290,7 +290,8 @@ describe('properties', () => {
       steps.forEach((current, index) => {
         const now = index + 1;
         if (current.kind === 'decide') {
-          state = recordDecision(state, { task: current.task, stakes: current.stakes, debatable: current.debatable, decisionId: `d${(decisions += 1)}` }, now, bounds);
+          decisions += 1;
+          state = recordDecision(state, { task: current.task, stakes: current.stakes, debatable: current.debatable, decisionId: `d${decisions}` }, now, bounds);
         } else if (current.kind === 'take') {
           const before = state.pending;
           const taken = takePending(state, now);

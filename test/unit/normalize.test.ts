@@ -312,3 +312,32 @@ describe('normalizeText: properties', () => {
     );
   });
 });
+
+/** Folding as first written: a callback for every word of the text. */
+function foldEveryWord(text: string, lookalikes: ReadonlyMap<string, string>, reading: 0 | 1): string {
+  if (!/[^\x00-\x7f]/.test(text)) return text;
+  return text.replace(/\p{L}+/gu, (word) => {
+    if (/^[a-z]+$/.test(word)) return word;
+    const letters = Array.from(word);
+    const mixed = letters.some((ch) => ch >= 'a' && ch <= 'z');
+    if (!mixed && !letters.every((ch) => lookalikes.has(ch))) return word;
+    return letters.map((ch) => {
+      const latin = lookalikes.get(ch);
+      return latin === undefined ? ch : (latin[reading] ?? latin[0]);
+    }).join('');
+  });
+}
+
+describe('foldLookalikes, looking only at words that can change', () => {
+  it('folds as a callback on every word would, whatever the text', () => {
+    const lookalikes = new Map(Object.entries((defaultRuleSet as { lookalikes: Record<string, string> }).lookalikes));
+    const piece = fc.constantFrom('a', 'del', 'Ete', 'Z', 'е', 'о', 'у', 'і', 'р', 'с', 'А', 'ß', 'é', '日', '𝐀', '😀', '\ud835', '\udc00', ' ', '-', '1', "'", 'ру', 'α', 'ο', 'Ω', '\u0301');
+    fc.assert(
+      fc.property(fc.array(piece, { maxLength: 20 }), fc.constantFrom<0 | 1>(0, 1), (pieces, reading) => {
+        const text = pieces.join('');
+        expect(foldLookalikes(text, lookalikes, reading)).toBe(foldEveryWord(text, lookalikes, reading));
+      }),
+      { numRuns: 3000 },
+    );
+  });
+});

@@ -7,7 +7,6 @@ import {
   RuleSetSchema,
 } from '../../src/index.js';
 import { re2jsEngine } from '../../src/engines/re2js.js';
-import { re2wasmEngine } from '../../src/engines/re2wasm.js';
 
 /** Rule set data loosened for breaking on purpose. */
 type Rules = Record<string, unknown> & {
@@ -217,7 +216,7 @@ describe('schema problems', () => {
 
   it('a look-alike that is not one or two Latin letters', () => {
     const rules = clone();
-    (rules.lookalikes as Record<string, string>)['ж'] = 'zh1';
+    (rules.lookalikes as Record<string, string>).ж = 'zh1';
     expect(ruleSetError(rules).message).toMatch(/lookalikes/);
   });
 

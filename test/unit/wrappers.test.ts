@@ -49,22 +49,6 @@ describe('stripWrappers', () => {
     expect(strip('<environment_context>\n  <cwd>/srv/app</cwd>\n</environment_context>')).toEqual({ text: '', stripped: ['environment_context'] });
   });
 
-  it('stays linear on floods of opening tags with no close, and of nested unwrapped tags', () => {
-    const time = (text: string) => {
-      const started = performance.now();
-      strip(text);
-      return performance.now() - started;
-    };
-    const floods = (n: number) => ['<system-reminder>'.repeat(n), `${'<task>'.repeat(n)}x</task>`, '<'.repeat(n * 10), `${'\n'.repeat(n)}x`];
-    for (const [index, small] of floods(20_000).entries()) {
-      const large = floods(200_000)[index] as string;
-      time(small);
-      const ratio = time(large) / Math.max(time(small), 0.5);
-      // 10x the input: a quadratic scan would take about 100x.
-      expect(ratio).toBeLessThan(40);
-    }
-  });
-
   it('an empty list strips nothing', () => {
     expect(strip('<system-reminder>a</system-reminder>b', [])).toEqual({ text: '<system-reminder>a</system-reminder>b', stripped: [] });
   });

@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createClassifier, type Classifier } from '../../src/index.js';
 
-// The only timing test: gross linearity. 10x the input must cost well under 40x the time. A budget above
+// Timing: gross linearity. 10x the input must cost well under 40x the time. A budget above
 // 1 MB makes the classifier read every character, so the whole pipeline (normalisation, look-alike folding,
 // product names, word lookup, every RE2 pattern, question and trivial checks) is measured.
 

@@ -1,0 +1,298 @@
+/**
+ * The cluster primary of `task-router serve --workers N`: forks N workers that share the listening
+ * port (node:cluster), and is the one place for what concerns them all: it watches the configuration
+ * files and takes SIGHUP (every worker reloads), relays admin flips and reloads between workers,
+ * aggregates their metrics into one /metrics, replaces a worker that dies (counted), and on SIGTERM
+ * drains every worker before it exits. It serves no requests itself.
+ */
+import cluster, { type Worker } from 'node:cluster';
+import { randomUUID } from 'node:crypto';
+import http, { type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express, { type Request, type Response } from 'express';
+import type { Logger } from 'pino';
+import { AggregatorRegistry, type Registry } from 'prom-client';
+import { finalErrorHandler, sendRouterError } from '../middleware/errors.js';
+import { bearerAuth } from './admin.js';
+import { MESSAGE, REPLICA_ID_ENV, ToPrimarySchema, type ToWorker } from './cluster-messages.js';
+import { loadConfig, type LoadedConfig } from './config.js';
+import { createPrimaryMetrics } from './metrics.js';
+import { watchConfigFiles } from './runtime.js';
+
+/** Longest wait for one worker's metrics: a scrape fails (503) rather than show a partial sum, which would read as a counter reset. */
+const WORKER_METRICS_TIMEOUT_MS = 3_000;
+/** Most metrics collections in flight at once; scrapes past it are refused. */
+const MAX_COLLECTIONS = 16;
+/** A worker that lived this long before dying starts the restart back-off from the beginning again. */
+const STABLE_AFTER_MS = 10_000;
+const FIRST_RESTART_DELAY_MS = 100;
+const MAX_RESTART_DELAY_MS = 10_000;
+/** After the drain grace, how long workers may take to close and exit before they are killed. */
+const EXIT_MARGIN_MS = 10_000;
+
+export interface ClusterOptions {
+  /** The configuration as the primary read it: ports, metrics address, watch and grace settings. */
+  readonly loaded: LoadedConfig;
+  readonly workers: number;
+  /** Added to each worker's environment (--port and --upstream as PORT and UPSTREAM_URL). */
+  readonly env: NodeJS.ProcessEnv;
+  readonly log: Logger;
+  /** Bearer token for the primary's own metrics address (METRICS_TOKEN). */
+  readonly metricsToken: string | null;
+}
+
+export interface RunningCluster {
+  /** The address every worker serves (they share it). */
+  readonly url: string;
+  /** The primary's own /metrics address, when metrics.host/metrics.port set one. */
+  readonly metricsUrl: string | null;
+  readonly workers: number;
+  /** Every worker reloads; one of them announces it to other replicas. */
+  reload(trigger: string): void;
+  /** Drains every worker (`now`: cuts what is in flight) and resolves once all have exited. */
+  shutdown(now?: boolean): Promise<void>;
+}
+
+interface WorkerState {
+  readonly worker: Worker;
+  readonly startedAt: number;
+  url: string | null;
+}
+
+/** Starts the workers; resolves once every one listens, rejects if one exits before it does. */
+export async function startCluster(options: ClusterOptions): Promise<RunningCluster> {
+  const { log } = options;
+  let { loaded } = options;
+  const replicaId = randomUUID();
+  const metrics = createPrimaryMetrics();
+  const states = new Map<number, WorkerState>();
+  let shuttingDown = false;
+  let started = false;
+  let lastFlag: boolean | null = null;
+  let quickDeaths = 0;
+  const restartTimers = new Set<NodeJS.Timeout>();
+
+  const send = (worker: Worker, message: ToWorker) => {
+    if (worker.isConnected()) worker.send(message);
+  };
+  const listening = () => [...states.values()].filter((state) => state.url !== null && state.worker.isConnected());
+  const updateGauge = () => metrics.workers.set(listening().length);
+
+  cluster.setupPrimary({ silent: false });
+  const fork = () => {
+    const worker = cluster.fork({ ...options.env, [REPLICA_ID_ENV]: replicaId });
+    states.set(worker.id, { worker, startedAt: Date.now(), url: null });
+    return worker;
+  };
+
+  const collections = new Map<number, { pending: Set<number>; results: object[]; done: (error: Error | null) => void }>();
+  let nextCollection = 0;
+  /** Every listening worker's metrics and the primary's own, aggregated (counters and histograms summed, gauges per their aggregator). */
+  const exposition = async (): Promise<string> => {
+    if (collections.size >= MAX_COLLECTIONS) throw new Error(`${MAX_COLLECTIONS} metrics collections are already running`);
+    const workers = listening();
+    nextCollection = (nextCollection + 1) % Number.MAX_SAFE_INTEGER;
+    const id = nextCollection;
+    const results: object[] = [];
+    await new Promise<void>((resolve, reject) => {
+      const pending = new Set(workers.map((state) => state.worker.id));
+      const timer = setTimeout(() => done(new Error(`worker(s) ${[...pending].join(', ')} sent no metrics within ${WORKER_METRICS_TIMEOUT_MS} ms`)), WORKER_METRICS_TIMEOUT_MS);
+      const done = (error: Error | null) => {
+        clearTimeout(timer);
+        collections.delete(id);
+        if (error) reject(error);
+        else resolve();
+      };
+      collections.set(id, { pending, results, done });
+      if (pending.size === 0) return done(null);
+      for (const state of workers) send(state.worker, { type: MESSAGE.metricsRequest, id });
+    });
+    results.push(await metrics.registry.getMetricsAsJSON());
+    return AggregatorRegistry.aggregate(results).metrics();
+  };
+
+  const reloadAll = (trigger: string, except: number | null = null) => {
+    let announced = except !== null;
+    for (const state of listening()) {
+      if (state.worker.id === except) continue;
+      // One worker tells the other replicas; the rest of this machine is told here.
+      send(state.worker, { type: MESSAGE.reload, trigger, announce: !announced });
+      announced = true;
+    }
+  };
+
+  let stopWatching: (() => void) | null = null;
+  const watch = () => {
+    stopWatching?.();
+    stopWatching = loaded.config.reload.watch ? watchConfigFiles(loaded, loaded.config.reload.debounceMs, changed) : null;
+  };
+  const changed = () => {
+    reloadAll('watch');
+    // The file may now name another rule set or prompt folder: watch those from here on.
+    loadConfig(loaded.file, options.env).then((next) => {
+      loaded = next;
+      if (!shuttingDown) watch();
+    }, () => {
+      // An invalid file is the workers' to reject and report; keep watching what was watched.
+    });
+  };
+
+  const startedUp = new Promise<void>((resolve, reject) => {
+    cluster.on('message', (worker: Worker, raw: unknown) => {
+      const parsed = ToPrimarySchema.safeParse(raw);
+      if (!parsed.success) return;
+      const message = parsed.data;
+      const state = states.get(worker.id);
+      switch (message.type) {
+        case MESSAGE.listening:
+          if (!state) return;
+          state.url = message.url;
+          updateGauge();
+          // A replacement learns the flag the others were given since they started.
+          if (lastFlag !== null) send(worker, { type: MESSAGE.flag, hardRouting: lastFlag });
+          if (started) log.info({ worker: worker.id, pid: worker.process.pid }, 'replacement worker listening');
+          else if (listening().length === options.workers) resolve();
+          break;
+        case MESSAGE.flag:
+          lastFlag = message.hardRouting;
+          // Every worker, the one that flipped included: applied in the primary's order, they all end on the last flip.
+          for (const other of listening()) send(other.worker, { type: MESSAGE.flag, hardRouting: message.hardRouting });
+          break;
+        case MESSAGE.reload:
+          reloadAll(message.trigger, worker.id);
+          break;
+        case MESSAGE.metrics: {
+          const collection = collections.get(message.id);
+          if (!collection?.pending.delete(worker.id)) return;
+          collection.results.push(message.metrics);
+          if (collection.pending.size === 0) collection.done(null);
+          break;
+        }
+        case MESSAGE.expositionRequest:
+          exposition().then(
+            (text) => send(worker, { type: MESSAGE.exposition, id: message.id, text }),
+            (error: Error) => send(worker, { type: MESSAGE.exposition, id: message.id, error: error.message }),
+          );
+          break;
+      }
+    });
+
+    cluster.on('exit', (worker: Worker, code: number | null, signal: string | null) => {
+      const state = states.get(worker.id);
+      states.delete(worker.id);
+      updateGauge();
+      for (const collection of collections.values()) {
+        if (collection.pending.delete(worker.id) && collection.pending.size === 0) collection.done(null);
+      }
+      if (shuttingDown) return;
+      if (!started) {
+        reject(new Error(`worker ${worker.id} exited (${signal ?? `status ${code}`}) before it listened; its log above says why`));
+        return;
+      }
+      metrics.workerRestarts.inc();
+      const lived = state ? Date.now() - state.startedAt : 0;
+      quickDeaths = lived >= STABLE_AFTER_MS ? 0 : quickDeaths + 1;
+      const delay = quickDeaths === 0 ? 0 : Math.min(MAX_RESTART_DELAY_MS, FIRST_RESTART_DELAY_MS * 2 ** (quickDeaths - 1));
+      log.warn({ worker: worker.id, pid: worker.process.pid, code, signal, restartInMs: delay }, 'worker exited unexpectedly: starting a replacement');
+      const timer = setTimeout(() => {
+        restartTimers.delete(timer);
+        if (!shuttingDown) fork();
+      }, delay);
+      restartTimers.add(timer);
+    });
+  });
+
+  for (let index = 0; index < options.workers; index += 1) fork();
+  try {
+    await startedUp;
+  } catch (error) {
+    shuttingDown = true;
+    for (const { worker } of states.values()) worker.process.kill('SIGKILL');
+    throw error;
+  }
+  started = true;
+  watch();
+
+  const url = listening().find((state) => state.url !== null)?.url ?? '';
+  let metricsServer: Server | null = null;
+  const { config } = loaded;
+  if (config.metrics.enabled && (config.metrics.host !== null || config.metrics.port !== null)) {
+    metricsServer = await serveMetrics(exposition, metrics.registry, options.metricsToken, config.metrics.host ?? config.server.host, config.metrics.port ?? 0);
+  }
+  const metricsAddress = metricsServer?.address() as AddressInfo | undefined;
+
+  let exited: Promise<void> | null = null;
+  return {
+    url,
+    metricsUrl: metricsAddress ? `http://${config.metrics.host ?? config.server.host}:${metricsAddress.port}` : null,
+    workers: options.workers,
+    reload: (trigger) => reloadAll(trigger),
+    shutdown: (now = false) => {
+      shuttingDown = true;
+      stopWatching?.();
+      for (const timer of restartTimers) clearTimeout(timer);
+      restartTimers.clear();
+      for (const { worker } of states.values()) {
+        if (worker.isConnected()) send(worker, { type: MESSAGE.drain, now });
+        else worker.process.kill('SIGTERM');
+      }
+      exited ??= (async () => {
+        await allExited(states, loaded.config.server.shutdownGraceMs + EXIT_MARGIN_MS, log);
+        if (metricsServer) await new Promise<void>((resolve) => metricsServer?.close(() => resolve()));
+      })();
+      return exited;
+    },
+  };
+}
+
+/** Resolves once every worker has exited; those still running after `ms` are killed. */
+function allExited(states: ReadonlyMap<number, WorkerState>, ms: number, log: Logger): Promise<void> {
+  const running = [...states.values()].map((state) => state.worker).filter((worker) => !worker.isDead());
+  if (running.length === 0) return Promise.resolve();
+  return new Promise<void>((resolve) => {
+    let left = running.length;
+    const timer = setTimeout(() => {
+      for (const worker of running) {
+        if (worker.isDead()) continue;
+        log.error({ worker: worker.id, pid: worker.process.pid }, 'worker did not exit after the drain: killed');
+        worker.process.kill('SIGKILL');
+      }
+    }, ms);
+    for (const worker of running) {
+      worker.once('exit', () => {
+        left -= 1;
+        if (left === 0) {
+          clearTimeout(timer);
+          resolve();
+        }
+      });
+    }
+  });
+}
+
+/** The primary's own /metrics address (metrics.host/metrics.port): JSON for every other path and error. */
+function serveMetrics(exposition: () => Promise<string>, registry: Registry, token: string | null, host: string, port: number): Promise<Server> {
+  const app = express();
+  app.disable('x-powered-by');
+  if (token) app.use('/metrics', bearerAuth(token, { realm: 'task-router metrics', source: 'METRICS_TOKEN' }));
+  app.get('/metrics', async (_req: Request, res: Response) => {
+    let text: string;
+    try {
+      text = await exposition();
+    } catch (error) {
+      return sendRouterError(res, 503, `metrics unavailable: ${(error as Error).message}; scrape again`);
+    }
+    res.setHeader('content-type', registry.contentType);
+    res.end(text);
+  });
+  app.use((_req: Request, res: Response) => sendRouterError(res, 404, 'no such endpoint on this address: GET /metrics'));
+  app.use(finalErrorHandler({ ownPath: () => true }));
+  return new Promise((resolve, reject) => {
+    const server = http.createServer(app);
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve(server);
+    });
+  });
+}
