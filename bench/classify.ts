@@ -1,7 +1,8 @@
 /**
- * Classifier micro-benchmark: latency per message on typical chat, big pastes and adversarial floods,
- * the naive V8 RegExp baseline, linearity with the whole text read, and memory over many calls; for the
- * default engine (re2js) and re2-wasm. Prints figures and a PASS/MISS "targets" section; asserts
+ * Classifier micro-benchmark: latency per message on typical chat, big pastes (chat, and logs and code
+ * dense in rule literals) and adversarial floods, the naive V8 RegExp baseline, linearity with the whole
+ * text read, and memory over many calls; for the default engine (re2js) and re2-wasm. The classifiers
+ * measured keep no cache of recent messages: every call classifies. Prints figures and a PASS/MISS "targets" section; asserts
  * nothing and stops by itself: every case is bounded by a run count and a time cap, the whole run by a
  * wall-clock deadline.
  *
@@ -51,9 +52,11 @@ const MEMORY_TARGET_CALLS = Math.round(1_000_000 * SCALE);
 const FLAT_HEAP_MB = 5;
 
 /** Typical chat, rules and scorer together. */
-const TARGET_TYPICAL_MEDIAN_US = 30;
+const TARGET_TYPICAL_MEDIAN_US = 10;
 const TARGET_NAIVE_RATIO = 0.5;
-const TARGET_1MB_MS = 15;
+/** A 10 KB paste of logs and code dense in rule literals (median). */
+const TARGET_DENSE_MS = 2;
+const TARGET_1MB_MS = 10;
 const TARGET_ADVERSARIAL_MS = 20;
 const TARGET_LINEAR_RATIO = 12;
 
@@ -65,9 +68,12 @@ const plan = (warm: number, runs: number, capMs: number): Plan => ({
   capMs: capMs * SCALE,
 });
 const PLANS = {
-  typical: plan(1000, 3000, 6000),
+  // Ten passes over the typical set before timing: the optimising compiler takes thousands of calls
+  // to reach the code a long-running gateway runs (with 1000, the first case measured part warm-up).
+  typical: plan(5000, 3000, 6000),
   naive: plan(20_000, 100_000, 2000),
   kb10: plan(32, 320, 2000),
+  dense: plan(32, 320, 2000),
   mb1: plan(3, 30, 2000),
   adversarial: plan(2, 30, 1200),
   linear: plan(2, 10, 1500),
@@ -194,6 +200,57 @@ function fillTo(units: number, next: () => string): string {
 function chatDocument(units: number, corpus: readonly CorpusMessage[], seed: number): string {
   const random = prng(seed);
   return fillTo(units, () => `${pick(corpus, random).text}\n\n`);
+}
+
+/**
+ * Lines of a pasted terminal session, build log, stack trace and code: each holds literals of several
+ * pattern rules (paths, file names, URLs, commands, error markers), so nearly every pattern runs and
+ * most match, the case where finding what each rule matched costs the most.
+ */
+const PASTE_LINES = [
+  '$ git status',
+  '$ git push origin feature/login-form --force',
+  '$ rm -rf node_modules && npm install',
+  '$ docker ps -a | grep web',
+  'npm ERR! code ELIFECYCLE',
+  'npm ERR! errno 1',
+  'Traceback (most recent call last):',
+  '  File "/usr/lib/python3/dist-packages/app/main.py", line 12, in <module>',
+  '    at Object.<anonymous> (/home/dev/app/src/index.ts:12:5)',
+  '    at Module._compile (node:internal/modules/cjs/loader:1105:14)',
+  'src/components/Button.tsx(12,5): error TS2345: Argument of type string is not assignable',
+  'fatal: not a git repository (or any of the parent directories): .git',
+  'panic: runtime error: index out of range [3] with length 3',
+  'GET https://api.example.com/v1/users?page=2 500 (Internal Server Error)',
+  'see www.example.org/docs/setup for details',
+  'Connecting to localhost:5432 ... connection refused',
+  'cat ~/.bashrc | head -n 5',
+  'C:\\Users\\dev\\project\\build.log written',
+  './scripts/deploy.sh --env production',
+  'warning: /etc/nginx/nginx.conf line 4: unknown directive',
+  'const config = require("./lib/config.js"); // TODO fix this before release',
+  'import { readFile } from "node:fs/promises"; export default function load(path) { return readFile(path, "utf8"); }',
+  'kubectl get pods -n prod | grep -v Running',
+  'git merge main into release/1.2 && git push',
+  'Segmentation fault (core dumped)',
+  'Command failed with exit code 1: tsc -p tsconfig.json',
+  'BUILD FAILED in 3s',
+  'Exception in thread "main" java.lang.NullPointerException at com.example.App.main(App.java:14)',
+  'error[E0382]: borrow of moved value: `config`',
+  'sudo systemctl restart nginx && journalctl -u nginx --since today',
+  'curl -X POST http://localhost:8080/api/jobs -d @payload.json',
+  'echo $(whoami) > /tmp/out.txt; ls -la /var/log',
+  'tail -f app.log | grep ERROR',
+  'pip install -r requirements.txt',
+  '```',
+  'SELECT * FROM users WHERE id = 1; -- from db/migrations/0042_add_invoice_fields.sql',
+  '**/*.test.ts and src/**/*.spec.ts are ignored in .gitignore and .eslintrc.json',
+];
+
+/** A pasted log and code of about `units` UTF-16 units, lines in a seeded order. */
+function densePaste(units: number, seed: number): string {
+  const random = prng(seed);
+  return fillTo(units, () => `${pick(PASTE_LINES, random)}\n`);
 }
 
 const PROSE_SENTENCES = [
@@ -401,7 +458,7 @@ function runJob(engine: EngineName, phase: Phase, capMs: number): JobOut {
   if (phase === 'linear') {
     let wide: Classifier;
     try {
-      wide = createClassifier({ engine, scanBudget: LINEAR_BUDGET });
+      wide = createClassifier({ engine, scanBudget: LINEAR_BUDGET, cacheEntries: 0 });
     } catch (error) {
       return { ...out, setupError: `createClassifier({ engine: '${engine}', scanBudget: ${LINEAR_BUDGET} }) threw ${shortError(error)}` };
     }
@@ -417,7 +474,8 @@ function runJob(engine: EngineName, phase: Phase, capMs: number): JobOut {
 
   let classifier: Classifier;
   try {
-    classifier = createClassifier({ engine });
+    // Without the cache of recent messages: every call classifies (the typical set would fit in it).
+    classifier = createClassifier({ engine, cacheEntries: 0 });
   } catch (error) {
     return { ...out, setupError: `createClassifier({ engine: '${engine}' }) threw ${shortError(error)}` };
   }
@@ -427,10 +485,12 @@ function runJob(engine: EngineName, phase: Phase, capMs: number): JobOut {
 
   const typicalOut = runCase(`typical chat (${typical.length} msgs)`, '≤200', classify, typical, PLANS.typical);
   // The scorer's share of the time: the same messages through the rules alone.
-  const rulesOnly = createClassifier({ engine, scorer: null, context: null });
+  const rulesOnly = createClassifier({ engine, scorer: null, context: null, cacheEntries: 0 });
   out.big.push(runCase('  the same, rules alone', '≤200', (text) => rulesOnly.classify(text), typical, PLANS.typical));
   const kb10Docs = Array.from({ length: 16 }, (_, index) => chatDocument(KB10, corpus, 100 + index));
   out.big.push(runCase(`10 KB chat pastes (${kb10Docs.length} docs)`, int(KB10), classify, kb10Docs, PLANS.kb10));
+  const denseDocs = Array.from({ length: 16 }, (_, index) => densePaste(KB10, 300 + index));
+  out.big.push(runCase(`10 KB trigger-dense pastes (${denseDocs.length})`, int(KB10), classify, denseDocs, PLANS.dense));
   const mb1Docs = Array.from({ length: 3 }, (_, index) => chatDocument(MB, corpus, 200 + index));
   out.big.push(runCase(`1 MB chat pastes (${mb1Docs.length} docs)`, int(MB), classify, mb1Docs, PLANS.mb1));
   out.big.push(runCase('1 MB plain prose', int(MB), classify, [prose(MB, 300)], PLANS.mb1));
@@ -548,7 +608,7 @@ function targetLines(engine: EngineName, timing: JobRun | undefined, linear: Job
   const timingProblem = unavailable(timing);
   const t = timing?.out;
   if (timingProblem || !t) {
-    for (const name of [`typical median ≤ ${TARGET_TYPICAL_MEDIAN_US} µs`, `typical ≤ ${TARGET_NAIVE_RATIO}x naive`, `1 MB ≤ ${TARGET_1MB_MS} ms`, `every adversarial ≤ ${TARGET_ADVERSARIAL_MS} ms`]) {
+    for (const name of [`typical median ≤ ${TARGET_TYPICAL_MEDIAN_US} µs`, `typical ≤ ${TARGET_NAIVE_RATIO}x naive`, `10 KB trigger-dense paste ≤ ${TARGET_DENSE_MS} ms`, `1 MB ≤ ${TARGET_1MB_MS} ms`, `every adversarial ≤ ${TARGET_ADVERSARIAL_MS} ms`]) {
       lines.push([`${engine}: ${name}`, 'MISS', `not measured: ${timingProblem ?? 'no result'}`]);
     }
   } else {
@@ -557,6 +617,9 @@ function targetLines(engine: EngineName, timing: JobRun | undefined, linear: Job
     lines.push([`${engine}: typical median ≤ ${TARGET_TYPICAL_MEDIAN_US} µs`, verdict(typicalMedian <= TARGET_TYPICAL_MEDIAN_US), typical ? `median ${num(typicalMedian)} µs, p99 ${num(typical.p99)} µs` : `error: ${t.typical?.error ?? 'no data'}`]);
     const ratio = typicalMedian / naive.median;
     lines.push([`${engine}: typical ≤ ${TARGET_NAIVE_RATIO}x naive (medians)`, verdict(ratio <= TARGET_NAIVE_RATIO), `${num(ratio)}x (${num(typicalMedian)} µs vs naive ${num(naive.median)} µs)`]);
+
+    const dense = t.big.find((result) => result.name.startsWith('10 KB trigger-dense'));
+    lines.push([`${engine}: 10 KB trigger-dense paste ≤ ${TARGET_DENSE_MS} ms (median)`, verdict(dense?.stats !== null && dense?.stats !== undefined && dense.stats.median / 1000 <= TARGET_DENSE_MS), dense?.stats ? `median ${num(dense.stats.median / 1000)} ms, p99 ${num(dense.stats.p99 / 1000)} ms` : `error: ${dense?.error ?? 'no data'}`]);
 
     const mbRows = t.big.filter((result) => result.length === MB || result.lengthLabel === int(MB));
     const mbOk = mbRows.length > 0 && mbRows.every((result) => result.stats !== null && result.stats.p99 / 1000 <= TARGET_1MB_MS);

@@ -2,9 +2,9 @@ import { CATEGORY_ROLES, type Category, type Stakes } from './categories.js';
 import type { Confidence, Debate, Decision, Trigger } from './decision.js';
 import { maskProductNames } from './names.js';
 import { cleanCharacters, foldLookalikes, joinCleaned, matchingForm } from './normalize.js';
-import type { CompiledRuleSet } from './ruleset.js';
+import type { CompiledRule, CompiledRuleSet } from './ruleset.js';
 import { readWindow, type ScanWindow } from './scan.js';
-import { featuresOf } from './features.js';
+import { hashedFeaturesOf, type HashedFeatures } from './features.js';
 import type { Scorer } from './scorer.js';
 
 const HAS_WORD = /[\p{L}\p{N}]/u;
@@ -113,6 +113,41 @@ export interface RuleReading {
  * external reference), ACTION triggers, default ANSWER.
  */
 export function readRules(rules: CompiledRuleSet, text: string, scanBudget: number): RuleReading {
+  return recentReading(rules, text, scanBudget)?.reading ?? readRulesAnew(rules, text, scanBudget);
+}
+
+/** What classifyText read of a message, and the scorer's features of it when it scored them. */
+interface Remembered {
+  readonly rules: CompiledRuleSet;
+  readonly text: string;
+  readonly scanBudget: number;
+  readonly reading: RuleReading;
+  features: readonly string[] | null;
+}
+
+/**
+ * The last messages classifyText read. Routing a conversation classifies its latest turn, the turn
+ * before and the assistant's offer, then reads the latest turn again for the context model's
+ * features: that second read is found here.
+ */
+const recent: Remembered[] = [];
+const RECENT_READINGS = 4;
+/** Longest message remembered so: a conversation's turns are cut to 64 Ki characters (see context.ts). */
+const REMEMBERED_TEXT = 64 * 1024;
+
+function recentReading(rules: CompiledRuleSet, text: string, scanBudget: number): Remembered | undefined {
+  return recent.find((one) => one.rules === rules && one.scanBudget === scanBudget && one.text === text);
+}
+
+function remember(rules: CompiledRuleSet, text: string, scanBudget: number, reading: RuleReading): Remembered | null {
+  if (text.length > REMEMBERED_TEXT) return null;
+  const one: Remembered = { rules, text, scanBudget, reading, features: null };
+  recent.unshift(one);
+  if (recent.length > RECENT_READINGS) recent.pop();
+  return one;
+}
+
+function readRulesAnew(rules: CompiledRuleSet, text: string, scanBudget: number): RuleReading {
   const window = readWindow(text, Math.min(scanBudget, rules.engine.maxInput), cleanCharacters, joinCleaned);
   const cleaned = window.text;
   const folded = foldLookalikes(cleaned, rules.lookalikes);
@@ -123,14 +158,15 @@ export function readRules(rules: CompiledRuleSet, text: string, scanBudget: numb
   const readings = alternate === normalized ? 1 : 2;
 
   const matches = rules.scan(normalized);
-  if (readings > 1) for (const [index, match] of rules.scan(alternate)) if (!matches.has(index)) matches.set(index, match);
+  if (readings > 1) for (const [index, match] of rules.scan(alternate, matches)) if (!matches.has(index)) matches.set(index, match);
   const found: RuleMatch[] = [];
   const signals: RuleMatch[] = [];
-  rules.rules.forEach((rule, index) => {
-    const match = matches.get(index);
-    if (match === undefined) return;
+  // In rule-set order; a message matches a handful of the rules, so only those are looked at.
+  for (const index of [...matches.keys()].sort((a, b) => a - b)) {
+    const rule = rules.rules[index] as CompiledRule;
+    const match = matches.get(index) as string;
     (CATEGORY_ROLES[rule.category].trigger ? found : signals).push({ rule: rule.id, category: rule.category, match });
-  });
+  }
   const external = found.some((match) => CATEGORY_ROLES[match.category].external);
   const evidence = withoutCancelled(found, signals, normalized);
   const triggers = distinct(evidence);
@@ -161,8 +197,13 @@ export function readRules(rules: CompiledRuleSet, text: string, scanBudget: numb
 
 /** The scorer's features for what the rules read. */
 export function scorerFeatures(reading: RuleReading): string[] {
+  const known = recent.find((one) => one.reading === reading)?.features;
+  return known ? [...known] : hashedScorerFeatures(reading).names;
+}
+
+function hashedScorerFeatures(reading: RuleReading): HashedFeatures {
   const kept = new Set(reading.evidence);
-  return featuresOf(reading.folded, {
+  return hashedFeaturesOf(reading.folded, {
     matched: [...reading.found, ...reading.signals],
     cancelled: reading.found.filter((match) => !kept.has(match)).map((match) => match.category),
     step: reading.ruled.step,
@@ -173,38 +214,57 @@ export function scorerFeatures(reading: RuleReading): string[] {
 }
 
 /**
+ * A decision with its fields in the order they are always written out. Built in one literal: spreading
+ * the rules' decision and the score into a new object cost more than the scorer itself.
+ */
+function decisionOf(ruled: RuledDecision, overturned: Pick<Decision, 'mode' | 'confidence' | 'step' | 'debate'> | null, score: number, unsure: boolean, scorer: string | null, features: Decision['features'], window: ScanWindow, engine: string): Decision {
+  return {
+    mode: overturned?.mode ?? ruled.mode,
+    trivial: ruled.trivial,
+    confidence: overturned?.confidence ?? ruled.confidence,
+    triggers: ruled.triggers,
+    step: overturned?.step ?? ruled.step,
+    debate: overturned?.debate ?? ruled.debate,
+    score,
+    unsure,
+    scorer,
+    features,
+    scan: { length: window.length, scanned: window.scanned, truncated: window.truncated },
+    engine,
+  };
+}
+
+/**
  * Classifies one message: the rule stage, then the scorer, which may overturn it (step `scorer`).
  * The trivial fast path is never overturned. Pure: same rules, weights and text, same decision.
  */
 export function classifyText(rules: CompiledRuleSet, text: string, options: ClassifyOptions): Decision {
   const started = options.now?.();
-  const reading = readRules(rules, text, options.scanBudget);
+  const reading = readRulesAnew(rules, text, options.scanBudget);
+  const remembered = remember(rules, text, options.scanBudget, reading);
   const { ruled, triggers, evidence, stakes, window } = reading;
   const scorer = options.scorer;
-  let decision: Omit<Decision, 'scan' | 'engine' | 'micros'>;
+  const engine = rules.engine.name;
+  let result: Decision;
   // With no letter, digit or rule match there is nothing to score (an emoji, punctuation, junk): the rules' decision stands.
-  if (!scorer || ruled.trivial || !(HAS_WORD.test(reading.folded) || reading.found.length > 0)) {
-    decision = { ...ruled, score: ruled.mode === 'ACTION' ? 1 : 0, unsure: false, scorer: scorer?.id ?? null, features: [] };
+  if (!scorer || ruled.trivial || !(reading.found.length > 0 || HAS_WORD.test(reading.folded))) {
+    result = decisionOf(ruled, null, ruled.mode === 'ACTION' ? 1 : 0, false, scorer?.id ?? null, [], window, engine);
   } else {
-    const { score, top } = scorer.score(scorerFeatures(reading));
+    const { names, hashes } = hashedScorerFeatures(reading);
+    if (remembered !== null) remembered.features = names;
+    const { score, top } = scorer.score(names, hashes);
     const mode = score >= scorer.threshold ? 'ACTION' : 'ANSWER';
-    const scored = { score, unsure: score > scorer.band[0] && score < scorer.band[1], scorer: scorer.id, features: [...top] };
-    if (mode === ruled.mode) {
-      decision = { ...ruled, ...scored };
-    } else if (mode === 'ACTION') {
+    const unsure = score > scorer.band[0] && score < scorer.band[1];
+    let overturned: Pick<Decision, 'mode' | 'confidence' | 'step' | 'debate'> | null = null;
+    if (mode !== ruled.mode && mode === 'ACTION') {
       // The scorer's own evidence counts as one piece, so a scored ACTION is never NONE.
       const confidence = confidenceOf(Math.max(1, triggers.length));
-      decision = { ...ruled, mode, confidence, step: 'scorer', debate: planningDebate(triggers, evidence, stakes, confidence, false), ...scored };
-    } else {
-      decision = { ...ruled, mode, confidence: 'NONE', step: 'scorer', debate: { ...NO_DEBATE }, ...scored };
+      overturned = { mode, confidence, step: 'scorer', debate: planningDebate(triggers, evidence, stakes, confidence, false) };
+    } else if (mode !== ruled.mode) {
+      overturned = { mode, confidence: 'NONE', step: 'scorer', debate: { ...NO_DEBATE } };
     }
+    result = decisionOf(ruled, overturned, score, unsure, scorer.id, [...top], window, engine);
   }
-
-  const result: Decision = {
-    ...decision,
-    scan: { length: window.length, scanned: window.scanned, truncated: window.truncated },
-    engine: rules.engine.name,
-  };
   if (started !== undefined && options.now) result.micros = Math.max(0, (options.now() - started) * 1000);
   return result;
 }

@@ -85,8 +85,22 @@ export function offerIn(assistant: string, cues: ContextCues): string | null {
 
 /** How a latest turn relates to the conversation: a decline, a follow-up, or a turn that stands alone. */
 export function followUpKind(latest: string, cues: ContextCues): 'decline' | 'follow' | null {
+  return shapeOf(latest, cues).kind;
+}
+
+/** What context reads of the latest turn's own wording: its words and how it relates to what came before. */
+interface LatestShape {
+  readonly words: number;
+  readonly kind: 'decline' | 'follow' | null;
+}
+
+function shapeOf(latest: string, cues: ContextCues): LatestShape {
   const text = clean(latest);
   const words = text.split(' ').filter(Boolean).length;
+  return { words, kind: kindOf(text, words, cues) };
+}
+
+function kindOf(text: string, words: number, cues: ContextCues): 'decline' | 'follow' | null {
   if (words > cues.maxWords || text.length > cues.maxChars) return null;
   if (cues.decline.some((phrase) => opensWith(text, phrase))) return 'decline';
   if (words <= 2 && cues.declineAlone.some((phrase) => opensWith(text, phrase))) return 'decline';
@@ -122,16 +136,20 @@ const tenth = (score: number): number => Math.min(9, Math.floor(score * 10));
  * act, "make it shorter" after a poem).
  */
 export function contextFeatures(turns: Turns, reading: ContextReading, cues: ContextCues, latestFeatures: readonly string[]): string[] {
+  return featuresInContext(turns, reading, shapeOf(turns.latest, cues), latestFeatures);
+}
+
+function featuresInContext(turns: Turns, reading: ContextReading, shape: LatestShape, latestFeatures: readonly string[]): string[] {
   const { own, previous, offer } = reading;
   const continued = offer?.mode ?? previous?.mode ?? 'none';
-  const words = clean(turns.latest).split(' ').filter(Boolean).length;
+  const { words } = shape;
   const features = [
     `own:${tenth(own.score)}`,
     `own-step:${own.step}`,
     `previous:${previous?.mode ?? 'none'}`,
     `offer:${offer?.mode ?? 'none'}`,
     `continued:${continued}`,
-    `cue:${followUpKind(turns.latest, cues) ?? 'none'}|${continued}`,
+    `cue:${shape.kind ?? 'none'}|${continued}`,
     `words:${words <= 2 ? words : words <= 5 ? '3-5' : words <= 12 ? '6-12' : 'more'}|${continued}`,
   ];
   if (turns.assistant !== null) {
@@ -159,10 +177,11 @@ export function classifyInContext(turns: Turns, cues: ContextCues, model: Scorer
   const reading = readContext(turns, cues, classify);
   const { own, previous, offer } = reading;
   if (own.trivial) return own;
-  const { score, top } = model.score(contextFeatures(turns, reading, cues, featuresOf(turns.latest)));
+  const shape = shapeOf(turns.latest, cues);
+  const { score, top } = model.score(featuresInContext(turns, reading, shape, featuresOf(turns.latest)));
   const mode = score >= model.threshold ? 'ACTION' : 'ANSWER';
   const scored = { score, unsure: score > model.band[0] && score < model.band[1], scorer: model.id, features: [...top] };
-  const kind = followUpKind(turns.latest, cues);
+  const { kind } = shape;
   // A turn that stands on its own and agrees with context keeps its own step.
   if (mode === own.mode && kind === null) return { ...own, ...scored };
   const source = offer ?? previous;

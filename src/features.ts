@@ -4,6 +4,7 @@
  * them; the scorer hashes them into its weight table.
  */
 import type { Category } from './categories.js';
+import { fnv1a } from './scorer.js';
 import type { Step } from './decision.js';
 
 export interface RuleEvidence {
@@ -30,6 +31,7 @@ const SCRIPTS: readonly (readonly [string, RegExp])[] = [
   ['devanagari', /\p{Script=Devanagari}/u],
   ['greek', /\p{Script=Greek}/u],
 ];
+const NON_ASCII = /[^\x00-\x7f]/;
 /** Words read at each end of a long message: a request sits at the start or the end of a paste. */
 const HEAD_TOKENS = 160;
 const TAIL_TOKENS = 80;
@@ -44,8 +46,8 @@ function bucket(value: number, edges: readonly number[], name: string): string {
 
 /** Splits a message into prose and the content of its code fences. */
 function splitFences(text: string): { prose: string; fenced: number } {
+  if (!text.includes('```')) return { prose: text, fenced: 0 };
   const pieces = text.split('```');
-  if (pieces.length === 1) return { prose: text, fenced: 0 };
   let prose = '';
   let fenced = 0;
   pieces.forEach((piece, index) => {
@@ -58,17 +60,76 @@ function splitFences(text: string): { prose: string; fenced: number } {
   return { prose, fenced };
 }
 
-function tokensOf(prose: string): string[] {
-  const tokens: string[] = [];
-  const tail: string[] = [];
-  for (const [token] of prose.matchAll(TOKEN)) {
-    if (tokens.length < HEAD_TOKENS) tokens.push(token);
+/** Characters below U+0370 belong to none of SCRIPTS (nor to UNSPACED): most messages need no script test. */
+const SCRIPT_CHARACTER = /[^\u0000-\u036f]/;
+const PUNCTUATION_TOKENS = '?:!$`>#@/.=|~-';
+
+const isAsciiLetter = (code: number): boolean => (code >= 97 && code <= 122) || (code >= 65 && code <= 90);
+const isAsciiWordChar = (code: number): boolean => isAsciiLetter(code) || (code >= 48 && code <= 57) || code === 95;
+
+/** The first HEAD_TOKENS tokens, then the last TAIL_TOKENS of the rest, with "…" between. */
+class TokenWindow {
+  private readonly head: string[] = [];
+  private readonly tail: string[] = [];
+
+  add(token: string): void {
+    if (this.head.length < HEAD_TOKENS) this.head.push(token);
     else {
-      tail.push(token);
-      if (tail.length > 2 * TAIL_TOKENS) tail.splice(0, TAIL_TOKENS);
+      this.tail.push(token);
+      if (this.tail.length > 2 * TAIL_TOKENS) this.tail.splice(0, TAIL_TOKENS);
     }
   }
-  return tail.length > 0 ? [...tokens, '…', ...tail.slice(-TAIL_TOKENS)] : tokens;
+
+  tokens(): string[] {
+    return this.tail.length > 0 ? [...this.head, '…', ...this.tail.slice(-TAIL_TOKENS)] : this.head;
+  }
+}
+
+/**
+ * TOKEN's tokens of an ASCII text, in order, without the regex and its match objects: for ASCII,
+ * `[\p{L}\p{N}_]` is `[A-Za-z0-9_]` and `\p{L}` is `[A-Za-z]`.
+ */
+function asciiTokens(text: string, window: TokenWindow): void {
+  let at = 0;
+  while (at < text.length) {
+    const code = text.charCodeAt(at);
+    if (isAsciiWordChar(code)) {
+      let end = at + 1;
+      while (end < text.length && isAsciiWordChar(text.charCodeAt(end))) end += 1;
+      if (text.charCodeAt(end) === 39 && isAsciiLetter(text.charCodeAt(end + 1))) {
+        end += 2;
+        while (end < text.length && isAsciiLetter(text.charCodeAt(end))) end += 1;
+      }
+      window.add(text.slice(at, end));
+      at = end;
+    } else {
+      if (PUNCTUATION_TOKENS.includes(text.charAt(at))) window.add(text.charAt(at));
+      at += 1;
+    }
+  }
+}
+
+/** The tokens the wording features read: the first HEAD_TOKENS, then "…" and the last TAIL_TOKENS when there are more. */
+export function tokensOf(prose: string): string[] {
+  const window = new TokenWindow();
+  if (NON_ASCII.test(prose)) for (const [token] of prose.matchAll(TOKEN)) window.add(token);
+  else asciiTokens(prose, window);
+  return window.tokens();
+}
+
+function lineCount(text: string): number {
+  let lines = 1;
+  for (let at = text.indexOf('\n'); at !== -1; at = text.indexOf('\n', at + 1)) lines += 1;
+  return lines;
+}
+
+const LETTER_OR_DIGIT = /\p{L}|\p{N}/u;
+
+/** A one-character token counts as a word when it is a letter or a digit. */
+function isWord(token: string): boolean {
+  if (token.length > 1) return true;
+  const code = token.charCodeAt(0);
+  return code < 128 ? isAsciiLetter(code) || (code >= 48 && code <= 57) : LETTER_OR_DIGIT.test(token);
 }
 
 /**
@@ -76,7 +137,51 @@ function tokensOf(prose: string): string[] {
  * invisible characters gone, look-alikes folded). Each feature is listed once.
  */
 export function featuresOf(text: string, evidence: RuleEvidence): string[] {
-  const features = new Set<string>();
+  return hashedFeaturesOf(text, evidence).names;
+}
+
+/** Features each listed once, in the order first met, with the FNV-1a hash the scorer slots each by. */
+export interface HashedFeatures {
+  readonly names: string[];
+  readonly hashes: number[];
+}
+
+/**
+ * A set of features keyed by their FNV-1a hash (an equal hash is checked against the name): the hash
+ * each feature needs for its weight is computed once, where a Set hashed it once more for itself.
+ */
+class FeatureCollector implements HashedFeatures {
+  readonly names: string[] = [];
+  readonly hashes: number[] = [];
+  /** Open addressing: index + 1 into `names`, 0 for a free slot. */
+  private slots = new Int32Array(64);
+
+  add(name: string): void {
+    const hash = fnv1a(name);
+    let mask = this.slots.length - 1;
+    let slot = hash & mask;
+    for (let held = this.slots[slot] as number; held !== 0; held = this.slots[slot] as number) {
+      if (this.hashes[held - 1] === hash && this.names[held - 1] === name) return;
+      slot = (slot + 1) & mask;
+    }
+    this.names.push(name);
+    this.hashes.push(hash);
+    this.slots[slot] = this.names.length;
+    if (this.names.length * 2 > this.slots.length) {
+      this.slots = new Int32Array(this.slots.length * 2);
+      mask = this.slots.length - 1;
+      this.hashes.forEach((one, at) => {
+        let free = one & mask;
+        while (this.slots[free] !== 0) free = (free + 1) & mask;
+        this.slots[free] = at + 1;
+      });
+    }
+  }
+}
+
+/** featuresOf, with each feature's hash. */
+export function hashedFeaturesOf(text: string, evidence: RuleEvidence): HashedFeatures {
+  const features = new FeatureCollector();
   const add = (feature: string) => features.add(feature);
 
   add(`step:${evidence.step}`);
@@ -94,12 +199,13 @@ export function featuresOf(text: string, evidence: RuleEvidence): string[] {
   for (const category of evidence.cancelled) add(`x:${category}`);
 
   add(fenced === 0 ? 'fence:none' : fenced * 2 > text.length ? 'fence:most' : 'fence:some');
-  add(bucket(text.split('\n').length, [1, 5], 'lines'));
-  for (const [name, pattern] of SCRIPTS) if (pattern.test(text)) add(`script:${name}`);
+  add(bucket(lineCount(text), [1, 5], 'lines'));
+  const scripts = SCRIPT_CHARACTER.test(text);
+  if (scripts) for (const [name, pattern] of SCRIPTS) if (pattern.test(text)) add(`script:${name}`);
   if (text.endsWith('?')) add('ends:?');
 
   const tokens = tokensOf(prose);
-  const words = tokens.filter((token) => token.length > 1 || /\p{L}|\p{N}/u.test(token));
+  const words = tokens.filter(isWord);
   add(bucket(words.length, [2, 5, 12, 30, 80], 'len'));
   const [first, second] = words;
   if (first !== undefined) {
@@ -108,7 +214,7 @@ export function featuresOf(text: string, evidence: RuleEvidence): string[] {
   }
   let previous: string | undefined;
   for (const token of tokens) {
-    if (UNSPACED.test(token)) {
+    if (scripts && UNSPACED.test(token)) {
       // No spaces between words: characters and character pairs stand in for words.
       const chars = Array.from(token);
       chars.forEach((char, at) => {
@@ -123,5 +229,5 @@ export function featuresOf(text: string, evidence: RuleEvidence): string[] {
     if (previous !== undefined) add(`b:${previous} ${token}`);
     previous = token;
   }
-  return [...features];
+  return features;
 }

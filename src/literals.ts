@@ -16,8 +16,13 @@ for (const char of 'abcdefghijklmnopqrstuvwxyz0123456789_-') WORD_CHAR[char.char
 export interface LiteralIndex {
   /** The literals, `{<}` prefix included, in the order given (duplicates kept once). */
   readonly literals: readonly string[];
-  /** For each literal, where it first occurs in `text` (at a word start when marked so), or -1. */
+  /**
+   * For each literal, where it first occurs in `text` (at a word start when marked so), or -1. The
+   * array is the index's own, overwritten by the next call: read it before scanning another text.
+   */
   firstPositions(text: string): Int32Array;
+  /** Ids of the literals the last `firstPositions` call found, in the order it found them (the index's own array too). */
+  found(): Int32Array;
 }
 
 /** Builds the automaton; every literal must be non-empty ASCII after its optional `{<}` mark. */
@@ -83,11 +88,16 @@ export function buildLiteralIndex(literals: readonly string[]): LiteralIndex {
     }
   }
   const lengths = Int32Array.from(bodies, (body) => body.length);
+  const first = new Int32Array(unique.length);
+  const foundIds = new Int32Array(unique.length);
+  let foundCount = 0;
 
   return {
     literals: unique,
+    found: () => foundIds.subarray(0, foundCount),
     firstPositions(text) {
-      const first = new Int32Array(unique.length).fill(-1);
+      first.fill(-1);
+      foundCount = 0;
       let missing = unique.length;
       let state = 0;
       for (let i = 0; i < text.length && missing > 0; i += 1) {
@@ -104,6 +114,7 @@ export function buildLiteralIndex(literals: readonly string[]): LiteralIndex {
             if (before < ASCII && WORD_CHAR[before] === 1) continue;
           }
           first[id] = start;
+          foundIds[foundCount++] = id;
           missing -= 1;
         }
       }

@@ -14,7 +14,6 @@ const INVISIBLE_OR_MARK = /[\p{Cf}\p{M}\u115f\u1160\u3164\uffa0]/gu;
 const SPACE_RUN = /[^\S\n]{2,}|[^\S\n ]/g;
 const SINGLE_QUOTE = /[\u2018\u2019\u201a\u201b\u02bc\u2032\u2039\u203a]/g;
 const DOUBLE_QUOTE = /[\u201c\u201d\u201e\u201f\u2033\u00ab\u00bb]/g;
-const NON_ASCII = /[^\x00-\x7f]/;
 const WORD = /\p{L}+/gu;
 const ASCII_WORD = /^[a-z]+$/;
 
@@ -60,6 +59,9 @@ export function cleanText(text: string): string {
  * text can be cleaned in pieces and the pieces joined with joinCleaned.
  */
 export function cleanCharacters(text: string): string {
+  // ASCII holds no mark, invisible character or typographic quote, and both normal forms leave it as
+  // it is: lower case and plain line breaks are all there is to do.
+  if (!NON_ASCII.test(text)) return plainLineBreaks(text.toLowerCase());
   const cleaned = text
     .normalize('NFKC')
     .toLowerCase()
@@ -151,14 +153,45 @@ const isSingleLetter = (piece: string): boolean => piece.length <= 2 && SINGLE_L
  */
 export function foldLookalikes(text: string, lookalikes: Lookalikes, reading: 0 | 1 = 0): string {
   if (!NON_ASCII.test(text)) return text;
-  return text.replace(WORD, (word) => {
-    if (ASCII_WORD.test(word)) return word;
-    const letters = Array.from(word);
-    const mixed = letters.some((ch) => ch >= 'a' && ch <= 'z');
-    if (!mixed && !letters.every((ch) => lookalikes.has(ch))) return word;
-    return letters.map((ch) => {
-      const latin = lookalikes.get(ch);
-      return latin === undefined ? ch : (latin[reading] ?? latin[0]);
-    }).join('');
-  });
+  // Only a word holding a letter other than a-z can change, and in most texts such words are few:
+  // each is found from its first such letter (a-z before it belong to it too), and read to its end
+  // by one sticky match. Calling back for every word of a long paste cost far more than folding.
+  let folded = '';
+  let copied = 0;
+  NOT_LOWER_ASCII.lastIndex = 0;
+  for (let found = NOT_LOWER_ASCII.exec(text); found !== null; found = NOT_LOWER_ASCII.exec(text)) {
+    const at = found.index;
+    LETTERS_HERE.lastIndex = at;
+    const letters = LETTERS_HERE.exec(text);
+    if (letters === null) continue;
+    let start = letters.index;
+    while (start > 0 && isLowerAscii(text.charCodeAt(start - 1))) start -= 1;
+    const end = LETTERS_HERE.lastIndex;
+    const word = text.slice(start, end);
+    const changed = foldWord(word, lookalikes, reading);
+    if (changed !== word) {
+      folded += text.slice(copied, start) + changed;
+      copied = end;
+    }
+    NOT_LOWER_ASCII.lastIndex = end;
+  }
+  return copied === 0 ? text : folded + text.slice(copied);
+}
+
+/** A character that is not a-z nor any other ASCII but A-Z: where a word that folding may change can start. */
+const NOT_LOWER_ASCII = /[A-Z]|[^\x00-\x7f]/g;
+/** The run of letters from here. */
+const LETTERS_HERE = /\p{L}+/uy;
+const isLowerAscii = (code: number): boolean => code >= 97 && code <= 122;
+
+/** One word (a run of letters) as foldLookalikes leaves it. */
+function foldWord(word: string, lookalikes: Lookalikes, reading: 0 | 1): string {
+  if (ASCII_WORD.test(word)) return word;
+  const letters = Array.from(word);
+  const mixed = letters.some((ch) => ch >= 'a' && ch <= 'z');
+  if (!mixed && !letters.every((ch) => lookalikes.has(ch))) return word;
+  return letters.map((ch) => {
+    const latin = lookalikes.get(ch);
+    return latin === undefined ? ch : (latin[reading] ?? latin[0]);
+  }).join('');
 }

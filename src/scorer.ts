@@ -51,7 +51,8 @@ export interface Scorer {
   readonly id: string;
   readonly threshold: number;
   readonly band: readonly [number, number];
-  score(features: readonly string[]): Score;
+  /** `hashes`, when given, holds each feature's fnv1a (see hashedFeaturesOf), so it is not hashed again. */
+  score(features: readonly string[], hashes?: readonly number[]): Score;
 }
 
 /** FNV-1a over UTF-16 code units, with a seed so two independent digests can be made. */
@@ -96,29 +97,49 @@ export function createScorer(input: unknown): Scorer {
   if (scorerDigest(rest) !== id) throw new ScorerError(`scorer weights do not match their id ${id}: the file was edited or damaged; rebuild it with \`task-router train\``);
   const bytes = Buffer.from(data.weights, 'base64');
   if (bytes.length !== 2 << data.bits) throw new ScorerError(`scorer weights hold ${bytes.length} bytes, ${2 << data.bits} expected for bits ${data.bits}`);
-  const table = new Float64Array(1 << data.bits);
-  for (let slot = 0; slot < table.length; slot += 1) table[slot] = bytes.readInt16LE(slot * 2) / data.scale;
+  // Kept as the stored 16-bit integers and divided on use (the same double as dividing up front): a
+  // quarter of the memory, so the random lookups of a message's features miss the cache less.
+  const table = new Int16Array(1 << data.bits);
+  for (let slot = 0; slot < table.length; slot += 1) table[slot] = bytes.readInt16LE(slot * 2);
+  const scale = data.scale;
   const { a, b } = data.calibration;
+  const topSizes = new Float64Array(TOP_FEATURES);
+  const topWeights = new Float64Array(TOP_FEATURES);
+  const topNames: string[] = new Array<string>(TOP_FEATURES).fill('');
 
   return {
     id,
     threshold: data.threshold,
     band: data.band,
-    score(features) {
+    score(features, hashes) {
       let margin = data.bias;
-      // The strongest pulls, kept sorted by size as they come: a handful of comparisons per feature, no sort.
-      const top: FeatureWeight[] = [];
-      for (const feature of features) {
-        const weight = table[slotOf(feature, data.bits)] ?? 0;
-        if (weight === 0) continue;
+      const mask = (1 << data.bits) - 1;
+      // The strongest pulls, kept sorted by size as they come: a handful of comparisons per feature,
+      // no sort; a new pull goes after those of the same size. Plain arrays, no object per candidate.
+      let kept = 0;
+      for (let index = 0; index < features.length; index += 1) {
+        const feature = features[index] as string;
+        const hash = hashes?.[index];
+        const stored = table[hash === undefined ? slotOf(feature, data.bits) : hash & mask] ?? 0;
+        if (stored === 0) continue;
+        const weight = stored / scale;
         margin += weight;
         const size = Math.abs(weight);
-        if (top.length === TOP_FEATURES && size <= Math.abs(top[TOP_FEATURES - 1]?.weight ?? 0)) continue;
-        let at = top.length;
-        while (at > 0 && size > Math.abs(top[at - 1]?.weight ?? 0)) at -= 1;
-        top.splice(at, 0, { feature, weight });
-        if (top.length > TOP_FEATURES) top.pop();
+        if (kept === TOP_FEATURES && size <= (topSizes[TOP_FEATURES - 1] as number)) continue;
+        let at = kept;
+        while (at > 0 && size > (topSizes[at - 1] as number)) at -= 1;
+        for (let move = Math.min(kept, TOP_FEATURES - 1); move > at; move -= 1) {
+          topSizes[move] = topSizes[move - 1] as number;
+          topWeights[move] = topWeights[move - 1] as number;
+          topNames[move] = topNames[move - 1] as string;
+        }
+        topSizes[at] = size;
+        topWeights[at] = weight;
+        topNames[at] = feature;
+        if (kept < TOP_FEATURES) kept += 1;
       }
+      const top: FeatureWeight[] = [];
+      for (let at = 0; at < kept; at += 1) top.push({ feature: topNames[at] as string, weight: topWeights[at] as number });
       return { score: sigmoid(a * margin + b), top };
     },
   };

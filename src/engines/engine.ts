@@ -5,7 +5,7 @@
 export interface CompiledPattern {
   /** Whether the pattern matches anywhere in `text`. */
   test(text: string): boolean;
-  /** Text of the first match: capture group 1 when the pattern has one, else the whole match. */
+  /** Text of the first match: capture group 1 when the pattern has one, else the whole match; null exactly when `test` is false. */
   firstMatch(text: string): string | null;
 }
 
