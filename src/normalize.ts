@@ -14,7 +14,7 @@ const INVISIBLE_OR_MARK = /[\p{Cf}\p{M}\u115f\u1160\u3164\uffa0]/gu;
 const SPACE_RUN = /[^\S\n]{2,}|[^\S\n ]/g;
 const SINGLE_QUOTE = /[\u2018\u2019\u201a\u201b\u02bc\u2032\u2039\u203a]/g;
 const DOUBLE_QUOTE = /[\u201c\u201d\u201e\u201f\u2033\u00ab\u00bb]/g;
-const WORD = /\p{L}+/gu;
+const NON_ASCII = /[^\x00-\x7f]/;
 const ASCII_WORD = /^[a-z]+$/;
 
 /**
