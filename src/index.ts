@@ -2,19 +2,17 @@
  * task-router's pure core: deterministic ANSWER / ACTION routing of one message, with no I/O.
  */
 export { CACHE_TEXT_LENGTH, createClassifier, DEFAULT_CACHE_ENTRIES, DEFAULT_SCAN_BUDGET, ENGINES, defaultContextModel, defaultRuleSet, defaultScorer, type Classifier, type ClassifierOptions } from './classifier.js';
-export { classifyInContext, contextFeatures, ContextCuesSchema, followUpKind, offerIn, readContext, turnsOf, type ContextCues, type ContextReading, type Turns } from './context.js';
+export { contextFeatures, offerIn, readContext, turnsOf, type ContextCues, type ContextReading, type Turns } from './context.js';
 export { createScorer, ScorerDataSchema, ScorerError, type FeatureWeight, type Scorer, type ScorerData } from './scorer.js';
 export { trainScorer, type TrainingExample, type TrainOptions } from './train.js';
-export { readRules, scorerFeatures } from './classify.js';
-export { classifyText, confidenceOf } from './classify.js';
+export { confidenceOf } from './classify.js';
 export { CATEGORIES, CATEGORY_ROLES, type Category, type Stakes } from './categories.js';
 export { DecisionSchema, TriggerSchema, MODES, CONFIDENCES, STEPS, type Confidence, type Debate, type Decision, type Mode, type Step, type Trigger } from './decision.js';
 export { ENGINE_NAMES, type CompiledPattern, type EngineName, type RegexEngine } from './engines/engine.js';
 export { normalizeText } from './normalize.js';
 export { compileRuleSet, RuleSetError, RuleSetSchema, type CompiledRuleSet, type RuleSetData } from './ruleset.js';
-export { tokenize } from './phrases.js';
 export { corpusText, CorpusLineSchema, evaluate, GATES, type CorpusLine, type EvalReport, type Miss } from './evaluate.js';
-export { applyOverride, assemblePrompt, ownPrompts, PROMPT_FILES, ROUTES, routeOf, type PromptSet, type Route } from './route.js';
+export { PROMPT_FILES, ROUTES, routeOf, type PromptSet, type Route } from './route.js';
 export { CHAT_FORMATS, FORMATS, formatForPath, STRATEGIES, type ChatFormat, type FormatName, type JsonObject, type Strategy } from './formats/index.js';
 export { previewOf, redactSecrets } from './redact.js';
 export { DecisionRecordSchema, memoryEntry, type DecisionRecord } from './records.js';
@@ -27,7 +25,7 @@ export {
 export { TIEBREAK_RESULTS, UNSURE_POLICIES, type TiebreakResult, type TiebreakVerdict, type Tiebreaker, type UnsurePolicy } from './unsure.js';
 export { DEFAULT_WRAPPERS, readWrappers, stripWrappers, wrapperNames, WrappersError, WrappersSchema, type Stripped, type Wrapper, type WrapperData } from './wrappers.js';
 export {
-  emptySession, MAX_ERROR_SIGNATURES, OUTCOMES, recordDecision, recordOutcome, resolveTask, takePending,
+  emptySession, MAX_ERROR_SIGNATURES, OUTCOMES, recordDecision, recordOutcome, takePending,
   type Outcome, type OutcomeReport, type OutcomeResult, type PendingDebate, type SessionLimits, type SessionState, type TaskSeen, type TaskState,
 } from './failure-debate.js';
 export { debatable, FAILURE_TRIGGERS, FAILURE_VERDICTS, type FailureTrigger, type FailureVerdict } from './failure-policy.js';
