@@ -34,7 +34,7 @@
  * (all its threads, /proc/PID/task/TID/schedstat), divided by the responses of the run.
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import http from 'node:http';
 import os from 'node:os';
@@ -44,6 +44,7 @@ import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { BodySource, chatBody, DISTINCT_TURNS, latestTurn } from './bodies.js';
 import { CHAT_PATH, SSE_CHUNKS, type UpstreamStats } from './upstream.js';
+import { machineBusyNs, processCpuNs, selfCpuNs } from './cpu.js';
 
 // ---------------------------------------------------------------------------------------------------
 // Settings
@@ -166,33 +167,6 @@ const allColumnsButFirst = (count: number) => new Set(Array.from({ length: count
 // ---------------------------------------------------------------------------------------------------
 // CPU accounting
 
-/** CPU time of a process, all its threads, in ns: the sum of /proc/PID/task/TID/schedstat; null when unreadable. */
-function processCpuNs(pid: number): number | null {
-  try {
-    let total = 0;
-    for (const tid of readdirSync(`/proc/${pid}/task`)) {
-      try {
-        total += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
-      } catch {
-        // the thread ended between the listing and the read
-      }
-    }
-    return total;
-  } catch {
-    return null;
-  }
-}
-
-/** This process's CPU time in ns (load generator). */
-const selfCpuNs = () => {
-  const usage = process.cpuUsage();
-  return (usage.user + usage.system) * 1000;
-};
-
-/** Busy CPU time of the whole machine so far, in ns (all cores). */
-function machineBusyNs(): number {
-  return os.cpus().reduce((sum, cpu) => sum + cpu.times.user + cpu.times.nice + cpu.times.sys + cpu.times.irq, 0) * 1e6;
-}
 
 // ---------------------------------------------------------------------------------------------------
 // Child processes

@@ -22,7 +22,6 @@
  */
 import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { readdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
@@ -31,6 +30,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { createClient } from 'redis';
+import { machineBusyNs, processCpuNs, selfCpuNs } from './cpu.js';
 
 // ---------------------------------------------------------------------------------------------------
 // Settings
@@ -134,31 +134,6 @@ function table(rows: readonly (readonly string[])[]): string {
 // ---------------------------------------------------------------------------------------------------
 // CPU accounting (Linux)
 
-/** CPU time of a process, all its threads, in ns: the sum of /proc/PID/task/TID/schedstat; null when unreadable. */
-function processCpuNs(pid: number): number | null {
-  try {
-    let total = 0;
-    for (const tid of readdirSync(`/proc/${pid}/task`)) {
-      try {
-        total += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
-      } catch {
-        // The thread ended between the listing and the read.
-      }
-    }
-    return total;
-  } catch {
-    return null;
-  }
-}
-
-const selfCpuNs = () => {
-  const usage = process.cpuUsage();
-  return (usage.user + usage.system) * 1000;
-};
-
-function machineBusyNs(): number {
-  return os.cpus().reduce((sum, cpu) => sum + cpu.times.user + cpu.times.nice + cpu.times.sys + cpu.times.irq, 0) * 1e6;
-}
 
 // ---------------------------------------------------------------------------------------------------
 // Processes
