@@ -28,7 +28,7 @@ import {
   type Wrapper,
 } from '../src/index.js';
 import { credentialOwner, tokenMatches } from './credentials.js';
-import { sendError } from './errors.js';
+import { sendError, type ErrorKind } from './errors.js';
 import { setRequestIdHeaders } from './request-id.js';
 import { SESSION_ID, type SessionTracker } from './sessions.js';
 import { decisionAttributes, startRequestSpan } from './tracing.js';
@@ -309,8 +309,8 @@ export function taskRouter(options: TaskRouterOptions = {}): RequestHandler {
 }
 
 /** Answers the request with an error in its API's shape. */
-function refuse(res: Response, ...error: Parameters<typeof sendError> extends [Response, ...infer Rest] ? Rest : never): Outcome {
-  sendError(res, ...error);
+function refuse(res: Response, format: FormatName, kind: ErrorKind, message: string): Outcome {
+  sendError(res, format, kind, message);
   return 'answered';
 }
 
