@@ -172,7 +172,7 @@ export function observe(metrics: Metrics, logging: LoggingOptions, log: Logger, 
     requestDone(req, _res, seconds) {
       const routing = routingOf(req);
       const format = routing?.format.name ?? (req.method === 'POST' ? formatForPath(req.path)?.name : undefined) ?? 'other';
-      metrics.requestDuration.observe({ format, stream: String(routing?.decision?.stream ?? false) }, seconds);
+      metrics.requestDuration.observe({ format, stream: String(routing?.routed?.decision.stream ?? false) }, seconds);
     },
   };
 

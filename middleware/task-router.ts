@@ -89,7 +89,6 @@ export interface RequestRouting {
   readonly format: ChatFormat;
   /** The routed request (decision, body, headers, debates), or null when it went on without a decision. */
   readonly routed: RoutedRequest | null;
-  readonly decision: RoutedDecision | null;
   /**
    * The body taskRouter put in req.body and its JSON bytes, or null when req.body is the client's own
    * (forwarded byte for byte). Serialised while routing could still fall back: a body nested deeper
@@ -192,7 +191,7 @@ export function taskRouter(options: TaskRouterOptions = {}): RequestHandler {
 
   const passOn = (req: Request, format: ChatFormat, reason: SkipReason): Outcome => {
     safely(() => hooks.skip?.(reason, format.name, req));
-    routingByRequest.set(req, { format, routed: null, decision: null, serialized: null });
+    routingByRequest.set(req, { format, routed: null, serialized: null });
     return 'next';
   };
 
@@ -202,11 +201,11 @@ export function taskRouter(options: TaskRouterOptions = {}): RequestHandler {
     try {
       const soft = softRoutedBody(snapshot, format, body);
       req.body = soft.body;
-      routingByRequest.set(req, { format, routed: null, decision: null, serialized: { from: soft.body, bytes: soft.bytes } });
+      routingByRequest.set(req, { format, routed: null, serialized: { from: soft.body, bytes: soft.bytes } });
     } catch (softError) {
       req.body = body;
       safely(() => hooks.fallback?.('soft_router', 'passthrough', softError, req));
-      routingByRequest.set(req, { format, routed: null, decision: null, serialized: null });
+      routingByRequest.set(req, { format, routed: null, serialized: null });
     }
     return 'next';
   };
@@ -281,7 +280,7 @@ export function taskRouter(options: TaskRouterOptions = {}): RequestHandler {
       return degrade(req, snapshot, format, chat, 'rewrite', error);
     }
     req.body = routed.body;
-    routingByRequest.set(req, { format, routed, decision: routed.decision, serialized: { from: routed.body, bytes: routed.bytes } });
+    routingByRequest.set(req, { format, routed, serialized: { from: routed.body, bytes: routed.bytes } });
     for (const name in routed.headers) {
       const value = routed.headers[name] as string;
       res.setHeader(name, value);
