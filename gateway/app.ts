@@ -16,6 +16,7 @@ import { observe, type GatewayHooks } from './observability.js';
 import { outcomesRouter, sessionsRouter } from './outcomes.js';
 import { refuseAmbiguousPaths } from '../middleware/paths.js';
 import { guardProcess } from './process-guard.js';
+import { pipeline } from './pipeline.js';
 import { createUpstreamProxy, type UpstreamOptions } from './proxy.js';
 import { RoutingRuntime, type ReloadStatus, type RuntimeEvents } from './runtime.js';
 import { requestIdOf } from './observability.js';
@@ -99,9 +100,13 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Express; cl
 
   // Chat POSTs, nearly all the traffic, go straight to their pipeline and the proxy: one dispatch, not a
   // walk past every route of ours. Our own paths are never chat, whatever they end with.
-  const chat = express.Router();
-  chat.use(jsonBody(options.bodyBytes), bodyErrors, messageLimit(options.maxMessages ?? DEFAULT_MAX_MESSAGES), taskRouter({ snapshot: options.snapshot, ...(options.hooks ? { hooks: options.hooks } : {}), ...(options.sessions ? { sessions: options.sessions } : {}) }));
-  chat.use(proxy.handler);
+  const parse = jsonBody(options.bodyBytes);
+  const chat = pipeline([
+    (req, res, next) => parse(req, res, (error?: unknown) => (error ? bodyErrors(error, req, res, next) : next())),
+    messageLimit(options.maxMessages ?? DEFAULT_MAX_MESSAGES),
+    taskRouter({ snapshot: options.snapshot, ...(options.hooks ? { hooks: options.hooks } : {}), ...(options.sessions ? { sessions: options.sessions } : {}) }),
+    proxy.handler,
+  ]);
   app.use((req, res, next) => {
     if (req.method === 'POST' && formatForPath(req.path) && !OWN_PATH.test(req.path)) return chat(req, res, next);
     next();

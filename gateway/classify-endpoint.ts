@@ -60,13 +60,12 @@ export function classifyRouter(snapshotOf: () => RoutingSnapshot, counted: (resu
     const decision: Decision = snapshot.classifier.classifyTurns(read.turns);
     counted(decision.mode === 'ACTION' ? 'action' : 'answer');
     const hard = snapshot.hardRouting;
-    res.json({
-      ...decision,
+    res.json(Object.assign({}, decision, {
       route: routeOf(decision, hard),
       routing: hard ? 'hard' : 'soft',
       stripped: read.stripped,
       configHash: snapshot.configHash,
-    });
+    }));
   });
   router.use('/router/classify', ownEndpointErrors('send the chat body you would send upstream'));
   return router;

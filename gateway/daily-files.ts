@@ -15,12 +15,26 @@ export interface DailyFilesOptions {
   readonly dropped: (lines: number, reason: 'queue_full' | 'write_failed', error?: unknown) => void;
 }
 
+/** Size of one queue chunk: a longer line gets a chunk of its own. */
+const CHUNK_BYTES = 64 * 1024;
+
+/** One day's queued lines, as UTF-8 bytes: full chunks, then the one being filled. */
+interface DayQueue {
+  readonly chunks: Buffer[];
+  /** Bytes used of the last chunk. */
+  used: number;
+  bytes: number;
+  lines: number;
+}
+
 /**
  * Appends lines to one file per day, off the request path: `append` only queues; a timer writes the
  * queue out. A slow, full or read-only disk costs dropped lines (counted), never a slower request.
+ * Lines are encoded into byte chunks as they are queued: a string waiting a flush interval outlives
+ * several young-generation collections and would be copied and then marked by each, on every request.
  */
 export class DailyFiles {
-  #queue = new Map<string, string[]>();
+  #queue = new Map<string, DayQueue>();
   #queuedBytes = 0;
   #flushing: Promise<void> | null = null;
   #timer: NodeJS.Timeout | null = null;
@@ -30,14 +44,25 @@ export class DailyFiles {
   constructor(private readonly options: DailyFilesOptions) {}
 
   append(day: string, text: string): void {
+    let queue = this.#queue.get(day);
+    if (queue === undefined) this.#queue.set(day, (queue = { chunks: [], used: 0, bytes: 0, lines: 0 }));
+    const last = queue.chunks.at(-1);
+    const room = last === undefined ? 0 : last.length - queue.used;
     const bytes = Buffer.byteLength(text);
     if (this.#queuedBytes + bytes > this.options.maxQueuedBytes) {
       this.options.dropped(1, 'queue_full');
       return;
     }
-    const lines = this.#queue.get(day) ?? [];
-    lines.push(text);
-    this.#queue.set(day, lines);
+    let chunk = last;
+    if (chunk === undefined || bytes > room) {
+      if (chunk !== undefined) queue.chunks[queue.chunks.length - 1] = chunk.subarray(0, queue.used);
+      chunk = Buffer.allocUnsafeSlow(Math.max(CHUNK_BYTES, bytes));
+      queue.chunks.push(chunk);
+      queue.used = 0;
+    }
+    queue.used += chunk.write(text, queue.used);
+    queue.bytes += bytes;
+    queue.lines += 1;
     this.#queuedBytes += bytes;
     this.#timer ??= setTimeout(() => {
       this.#timer = null;
@@ -57,23 +82,23 @@ export class DailyFiles {
   async #write(): Promise<void> {
     const batch = this.#queue;
     this.#queue = new Map();
-    for (const [day, lines] of batch) {
-      const text = lines.join('');
+    for (const [day, queue] of batch) {
+      const chunks = queue.chunks.map((chunk, index) => (index === queue.chunks.length - 1 ? chunk.subarray(0, queue.used) : chunk));
       try {
         if (!this.#madeDir) {
           await mkdir(this.options.dir, { recursive: true });
           this.#madeDir = true;
         }
-        await appendFile(join(this.options.dir, `${day}.${this.options.extension}`), text);
+        await appendFile(join(this.options.dir, `${day}.${this.options.extension}`), chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, queue.bytes));
         if (day !== this.#prunedFor && (this.#prunedFor === null || day > this.#prunedFor)) {
           this.#prunedFor = day;
           await this.#prune(day);
         }
       } catch (error) {
         this.#madeDir = false;
-        this.options.dropped(lines.length, 'write_failed', error);
+        this.options.dropped(queue.lines, 'write_failed', error);
       } finally {
-        this.#queuedBytes -= Buffer.byteLength(text);
+        this.#queuedBytes -= queue.bytes;
       }
     }
   }

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { requestIdOf } from '../middleware/request-id.js';
 import { join } from 'node:path';
 import type { Request, Response } from 'express';
@@ -72,7 +72,7 @@ export function decisionRecord(decision: RoutedDecision, iso: string, preview: b
     stream: decision.stream,
     configHash: decision.configHash,
     ...(decision.stripped.length > 0 ? { stripped: [...decision.stripped] } : {}),
-    textSha256: createHash('sha256').update(decision.text).digest('hex'),
+    textSha256: hash('sha256', decision.text, 'hex'),
     preview: preview ? previewOf(decision.text) : null,
     micros: decision.micros ?? null,
   };

@@ -1,7 +1,7 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { hash, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 
-const digest = (text: string) => createHash('sha256').update(text).digest();
+const digest = (text: string) => hash('sha256', text, 'buffer');
 
 /** Constant-time comparison of a presented token with the expected one (lengths hidden too). */
 export function tokenMatches(presented: string, expected: string): boolean {
@@ -22,5 +22,5 @@ export function bearerToken(header: string | undefined): string {
  */
 export function credentialOwner(headers: IncomingHttpHeaders): string {
   const values = [headers.authorization, headers['x-api-key']].map((value) => (Array.isArray(value) ? value.join(',') : value ?? ''));
-  return values.every((value) => value === '') ? '' : createHash('sha256').update(values.join('\n')).digest('hex');
+  return values.every((value) => value === '') ? '' : hash('sha256', values.join('\n'), 'hex');
 }

@@ -24,10 +24,11 @@ export function dropHopByHop(headers: IncomingHttpHeaders): void {
   for (const value of Array.isArray(connection) ? connection : connection === undefined ? [] : [connection]) {
     for (const name of value.split(',')) {
       const key = name.trim().toLowerCase();
-      if (key !== '') delete headers[key];
+      if (key !== '' && key in headers) delete headers[key];
     }
   }
-  for (const name of HOP_BY_HOP) delete headers[name];
+  // Deleting a property turns the headers object into a slow dictionary: only delete what is there.
+  for (const name of HOP_BY_HOP) if (name in headers) delete headers[name];
 }
 
 /**
@@ -50,7 +51,7 @@ export function jsonBody(limitBytes: number): RequestHandler {
   });
   return (req, res, next) => {
     parse(req, res, (error?: unknown) => {
-      delete req.headers.expect;
+      if ('expect' in req.headers) delete req.headers.expect;
       if (error) return next(error);
       dropHopByHop(req.headers);
       next();

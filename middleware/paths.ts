@@ -31,6 +31,9 @@ export function lenientPath(path: string): string {
   return `/${segments.join('/')}`.toLowerCase();
 }
 
+/** A path every server reads alike (lower-case words between single slashes): lenientPath leaves it as it is. */
+const PLAIN_PATH = /^(?:\/[a-z0-9_-]+)+$/;
+
 /** The gateway's own paths; Express matches them case-insensitively, before anything is proxied. */
 const OWN_PREFIX = /^\/(?:admin|router)(?:\/|$)/i;
 
@@ -46,7 +49,7 @@ const OWN_PREFIX = /^\/(?:admin|router)(?:\/|$)/i;
 export function refuseAmbiguousPaths(): RequestHandler {
   return (req, res, next) => {
     const path = req.path;
-    const lenient = lenientPath(path);
+    const lenient = PLAIN_PATH.test(path) ? path : lenientPath(path);
     if (OWN_PREFIX.test(lenient) && !OWN_PREFIX.test(path)) {
       return sendRouterError(res, 400, `the path "${path.slice(0, 200)}" is not the canonical spelling of a task-router endpoint: use ${lenient}`);
     }

@@ -186,16 +186,15 @@ export function classifyInContext(turns: Turns, cues: ContextCues, model: Scorer
   if (mode === own.mode && kind === null) return { ...own, ...scored };
   const source = offer ?? previous;
   const followed = kind === 'decline' || (mode === 'ANSWER' && source?.mode === 'ACTION') ? 'decline' : offer ? 'offer' : 'previous';
-  if (mode === 'ANSWER') return { ...own, ...scored, mode, trivial: false, confidence: 'NONE', step: 'context', debate: noDebate(), followed };
-  return {
-    ...own,
-    ...scored,
+  // Object.assign: `followed` is a key `own` lacks, and keys added after a spread are slow on Node 20 (see routeRequest).
+  if (mode === 'ANSWER') return Object.assign({}, own, scored, { mode, trivial: false, confidence: 'NONE' as const, step: 'context' as const, debate: noDebate(), followed });
+  return Object.assign({}, own, scored, {
     mode,
-    confidence: own.confidence === 'NONE' ? (source?.mode === 'ACTION' ? source.confidence : 'WEAK') : own.confidence,
-    step: 'context',
+    confidence: own.confidence === 'NONE' ? (source?.mode === 'ACTION' ? source.confidence : 'WEAK' as const) : own.confidence,
+    step: 'context' as const,
     debate: source?.mode === 'ACTION' ? source.debate : own.debate,
     followed,
-  };
+  });
 }
 
 type Message = { readonly role?: unknown; readonly content?: unknown };

@@ -61,6 +61,7 @@ export interface SessionLimits {
 /** What a routed request tells the session about its task. */
 export interface TaskSeen {
   readonly task: string;
+  /** Unique to the request: recordDecision appends it without looking for an earlier copy. */
   readonly decisionId: string;
   readonly stakes: Stakes;
   readonly debatable: boolean;
@@ -82,26 +83,37 @@ export function emptySession(now: number): SessionState {
 }
 
 const STAKES_ORDER: Readonly<Record<Stakes, number>> = { none: 0, medium: 1, high: 2 };
-/** The list with `task` moved to the end (most recent), trimmed to `max` from the front. */
+
+/** The tasks with `task` moved to the end (most recent), at most `max`. */
 function withTask(tasks: readonly TaskState[], task: TaskState, max: number): TaskState[] {
   const rest = tasks.filter((other) => other.key !== task.key);
   return [...rest, task].slice(-Math.max(1, max));
 }
 
-/** Records a routed request: its task becomes the session's latest, its decision id is remembered. */
+/**
+ * Records a routed request: its task becomes the session's latest, its decision id is remembered.
+ * Decision ids are minted anew for every request, so the id is appended without looking for it. This
+ * runs on every request of a session, over state that lives across many requests: one pass over the
+ * tasks and a copy of the id list, reading no entry of it.
+ */
 export function recordDecision(state: SessionState, seen: TaskSeen, now: number, limits: SessionLimits): SessionState {
-  const known = state.tasks.find((task) => task.key === seen.task);
+  const maxTasks = Math.max(1, limits.maxTasks);
+  let known: TaskState | undefined;
+  const others: TaskState[] = [];
+  for (let index = state.tasks.length - 1; index >= 0; index -= 1) {
+    const other = state.tasks[index] as TaskState;
+    if (other.key === seen.task) known = other;
+    else if (others.length < maxTasks - 1) others.push(other);
+  }
   const task: TaskState = known
     ? { ...known, stakes: STAKES_ORDER[seen.stakes] > STAKES_ORDER[known.stakes] ? seen.stakes : known.stakes, debatable: seen.debatable, seenAt: now }
     : { key: seen.task, stakes: seen.stakes, debatable: seen.debatable, failures: 0, rejections: 0, debated: false, errors: [], seenAt: now };
-  const decisions = [...state.decisions.filter(([id]) => id !== seen.decisionId), [seen.decisionId, seen.task] as const];
-  return {
-    ...state,
-    tasks: withTask(state.tasks, task, limits.maxTasks),
-    lastTask: seen.task,
-    decisions: decisions.slice(-Math.max(1, limits.maxDecisions)),
-    updatedAt: now,
-  };
+  others.reverse();
+  others.push(task);
+  const maxDecisions = Math.max(1, limits.maxDecisions);
+  const decisions = state.decisions.slice(Math.max(0, state.decisions.length - maxDecisions + 1));
+  decisions.push([seen.decisionId, seen.task]);
+  return { ...state, tasks: others, lastTask: seen.task, decisions, updatedAt: now };
 }
 
 /** The task key a report names: a recent decision id's task, a task key, or the latest task. */

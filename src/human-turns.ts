@@ -44,7 +44,7 @@ function latestHumanWords(format: ChatFormat, body: JsonObject, wrappers: readon
   const raw = format.latestHumanText(body, limit);
   if (raw === null) return null;
   const first = stripWrappers(raw, wrappers);
-  if (first.text !== '') return { ...first, earlier: false };
+  if (first.text !== '') return { text: first.text, stripped: first.stripped, earlier: false };
   const stripped = new Set(first.stripped);
   const messages = messagesOf(body);
   const key = Array.isArray(body.messages) ? 'messages' : 'input';

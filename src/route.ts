@@ -31,14 +31,13 @@ export type Route = (typeof ROUTES)[number];
 
 /** A decision forced by an override keeps what the rules said in `classified`. */
 export function applyOverride(decision: Decision, mode: Mode): Decision & { classified: Mode } {
-  return {
-    ...decision,
+  return Object.assign({}, decision, {
     mode,
     trivial: mode === 'ACTION' && decision.trivial,
-    step: 'override',
-    debate: mode === 'ACTION' ? decision.debate : { verdict: 'NONE', stakes: 'none', reasons: [], bypass: null },
+    step: 'override' as const,
+    debate: mode === 'ACTION' ? decision.debate : { verdict: 'NONE' as const, stakes: 'none' as const, reasons: [], bypass: null },
     classified: decision.mode,
-  };
+  });
 }
 
 export function routeOf(decision: Decision, hard: boolean): Route {
@@ -55,13 +54,27 @@ export function routeOf(decision: Decision, hard: boolean): Route {
  * the planning debate: it tells the model to stop acting, so weighing how to act is moot.
  */
 export function assemblePrompt(route: Route, decision: Decision, prompts: PromptSet, failure: FailureVerdict | null = null): string {
-  const base = { answer: prompts.answer, action: prompts.action, tool_specialist: prompts.toolSpecialist, soft_router: prompts.softRouter }[route];
-  const parts = [base];
-  if (route === 'action' && decision.debate.verdict === 'DEBATE_PLANNING' && failure !== 'AUTO_ESCALATE') parts.push(prompts.debatePlanning);
-  if (failure === 'DEBATE_FAILURE') parts.push(prompts.debateFailure);
-  if (failure === 'AUTO_ESCALATE') parts.push(prompts.escalate);
-  return parts.join('\n\n');
+  const planning = route === 'action' && decision.debate.verdict === 'DEBATE_PLANNING' && failure !== 'AUTO_ESCALATE';
+  const key = `${route} ${planning} ${failure}`;
+  let assembled = assembledPrompts.get(prompts);
+  if (assembled === undefined) assembledPrompts.set(prompts, (assembled = new Map()));
+  let prompt = assembled.get(key);
+  if (prompt === undefined) {
+    const base = { answer: prompts.answer, action: prompts.action, tool_specialist: prompts.toolSpecialist, soft_router: prompts.softRouter }[route];
+    const parts = [base];
+    if (planning) parts.push(prompts.debatePlanning);
+    if (failure === 'DEBATE_FAILURE') parts.push(prompts.debateFailure);
+    if (failure === 'AUTO_ESCALATE') parts.push(prompts.escalate);
+    assembled.set(key, (prompt = parts.join('\n\n')));
+  }
+  return prompt;
 }
+
+/**
+ * Prompts assembled, per prompt set: a handful of route, debate and failure combinations. The same
+ * string comes back for the same combination, so what is derived from it (its JSON bytes) is found by it.
+ */
+const assembledPrompts = new WeakMap<PromptSet, Map<string, string>>();
 
 const ownPromptLists = new WeakMap<PromptSet, readonly string[]>();
 

@@ -2,14 +2,18 @@
  * Names for what a session tracks: the task a human request starts and the errors its outcomes report,
  * as short hashes of their normalised text.
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { normalizeText } from './normalize.js';
 import { scanWindow } from './scan.js';
 
 /** Longest error text read for a signature: the start of a message identifies it. */
 const MAX_ERROR_CHARS = 2000;
 
-const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+/**
+ * The first `length` hex digits of the text's SHA-256, as a string of its own: a slice of the full hex
+ * digest would keep all 64 digits alive behind it, and session state compares keys on every request.
+ */
+const sha256Hex = (text: string, length: number) => hash('sha256', text, 'buffer').toString('hex', 0, length / 2);
 
 /** 16 hex digits (64 bits) of SHA-256: unique enough within one session, short in headers and logs. */
 const KEY_LENGTH = 16;
@@ -26,7 +30,7 @@ export function taskKeyOf(humanText: string): string {
   const window = scanWindow(humanText, TASK_TEXT_BUDGET);
   // A cut paste also hashes its length: two pastes with the same ends and different middles differ.
   const text = window.truncated ? `${window.length}\n${normalizeText(window.text)}` : normalizeText(window.text);
-  return sha256(text).slice(0, KEY_LENGTH);
+  return sha256Hex(text, KEY_LENGTH);
 }
 
 // Single quotes only open after a non-word character, so the apostrophe in "can't" opens nothing.
@@ -52,6 +56,6 @@ export function normalizeError(error: string): string {
 /** A hash of the normalised error, or null when nothing is left to compare. */
 export function errorSignature(error: string | undefined): string | null {
   const normalized = error === undefined ? '' : normalizeError(error);
-  return normalized === '' ? null : sha256(normalized).slice(0, KEY_LENGTH);
+  return normalized === '' ? null : sha256Hex(normalized, KEY_LENGTH);
 }
 

@@ -87,6 +87,28 @@ interface TagPlan {
   readonly drop: boolean;
 }
 
+interface WrapperPlan {
+  readonly tags: readonly TagPlan[];
+  readonly lines: readonly { readonly name: string; readonly prefix: string }[];
+}
+
+/** Plans by wrapper list: a list is made once per configuration and read for every turn of every request. */
+const plans = new WeakMap<readonly Wrapper[], WrapperPlan>();
+
+function planOf(wrappers: readonly Wrapper[]): WrapperPlan {
+  const known = plans.get(wrappers);
+  if (known) return known;
+  const tags: TagPlan[] = [];
+  const lines: { name: string; prefix: string }[] = [];
+  for (const wrapper of wrappers) {
+    if ('tag' in wrapper) tags.push({ name: wrapper.tag, open: `<${wrapper.tag}>`, close: `</${wrapper.tag}>`, drop: wrapper.action === 'drop' });
+    else lines.push({ name: wrapper.line, prefix: wrapper.startsWith });
+  }
+  const plan = { tags, lines };
+  plans.set(wrappers, plan);
+  return plan;
+}
+
 /**
  * Removes agent scaffolding from a human turn. One pass over the text with indexOf, never a regex:
  * at each `<` the configured tags are compared in place. A closing tag is looked for once per opening
@@ -96,12 +118,7 @@ interface TagPlan {
  */
 export function stripWrappers(text: string, wrappers: readonly Wrapper[]): Stripped {
   if (wrappers.length === 0 || text === '') return { text, stripped: [] };
-  const tags: TagPlan[] = [];
-  const lines: { name: string; prefix: string }[] = [];
-  for (const wrapper of wrappers) {
-    if ('tag' in wrapper) tags.push({ name: wrapper.tag, open: `<${wrapper.tag}>`, close: `</${wrapper.tag}>`, drop: wrapper.action === 'drop' });
-    else lines.push({ name: wrapper.line, prefix: wrapper.startsWith });
-  }
+  const { tags, lines } = planOf(wrappers);
   // Cheap exit for the common case: a message with no wrapper at all is returned as it came.
   const present = (tags.length > 0 && text.includes('<')) || lines.some((line) => text.includes(line.prefix));
   if (!present) return { text, stripped: [] };

@@ -3,23 +3,42 @@ import { CACHE_TEXT_LENGTH, createClassifier } from '../../src/index.js';
 import { createTextCache } from '../../src/text-cache.js';
 
 describe('createTextCache', () => {
-  it('keeps at most maxEntries, dropping the least recently used', () => {
+  it('keeps a text from its second set, at most maxEntries, dropping the least recently used', () => {
     const cache = createTextCache<number>(2, 100);
+    const twice = (text: string, value: number) => {
+      cache.set(text, value);
+      cache.set(text, value);
+    };
     cache.set('a', 1);
-    cache.set('b', 2);
+    expect(cache.get('a')).toBeUndefined();
+    cache.set('a', 1);
     expect(cache.get('a')).toBe(1);
-    cache.set('c', 3);
+    twice('b', 2);
+    expect(cache.get('a')).toBe(1);
+    twice('c', 3);
     expect(cache.get('b')).toBeUndefined();
     expect(cache.get('a')).toBe(1);
     expect(cache.get('c')).toBe(3);
     expect(cache.size).toBe(2);
   });
 
+  it('forgets first sightings beyond maxEntries × 4 of them', () => {
+    const cache = createTextCache<number>(2, 100);
+    cache.set('a', 1);
+    for (let i = 0; i < 8; i += 1) cache.set(`other ${i}`, i);
+    cache.set('a', 1);
+    expect(cache.get('a')).toBeUndefined();
+    cache.set('a', 1);
+    expect(cache.get('a')).toBe(1);
+  });
+
   it('does not keep texts longer than maxTextLength, nor anything with 0 entries', () => {
     const cache = createTextCache<number>(4, 3);
     cache.set('abcd', 1);
+    cache.set('abcd', 1);
     expect(cache.get('abcd')).toBeUndefined();
     const off = createTextCache<number>(0, 100);
+    off.set('a', 1);
     off.set('a', 1);
     expect(off.size).toBe(0);
   });

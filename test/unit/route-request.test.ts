@@ -1,0 +1,49 @@
+import { describe, expect, it } from 'vitest';
+import { classifyRequest, createClassifier, formatForPath, readHumanTurns, routeRequest, STRATEGIES, type JsonObject, type RoutingState } from '../../src/index.js';
+import { loadPrompts } from '../../middleware/prompts.js';
+
+const prompts = await loadPrompts();
+const classifier = createClassifier();
+
+function routed(path: string, body: JsonObject, strategy: RoutingState['strategy'], failure: 'DEBATE_FAILURE' | null = null) {
+  const format = formatForPath(path);
+  if (!format) throw new Error(`no format for ${path}`);
+  const state: RoutingState = { classifier, prompts, strategy, hardRouting: true, configHash: 'test' };
+  const human = readHumanTurns(state, format, body);
+  if (!human) throw new Error('no human turn');
+  const request = classifyRequest(state, format, body, human, null, null);
+  const pending = failure ? { verdict: failure, trigger: 'consecutive_failures' as const, task: 'abc', stakes: 'high' as const, failures: 2, rejections: 0, delivered: false, at: 0 } : null;
+  return routeRequest(state, request, { id: 'id', requestId: 'rid', session: null, failure: pending, tiebreak: null });
+}
+
+const ask = 'deploy the billing service to staging';
+const bodies: [string, JsonObject][] = [
+  ['/v1/chat/completions', { model: 'm', messages: [{ role: 'system', content: 'You are terse. «ünïcode» ✓ "quoted" \\ back\nslash' }, { role: 'user', content: ask }] }],
+  ['/v1/chat/completions', { model: 'm', messages: [{ role: 'developer', content: [{ type: 'text', text: 'parts form' }] }, { role: 'user', content: [{ type: 'text', text: ask }] }], stream: true }],
+  ['/v1/chat/completions', { messages: [{ role: 'user', content: 'why is the sky blue?' }], model: 'm' }],
+  ['/v1/messages', { model: 'm', max_tokens: 10, system: 'client system', messages: [{ role: 'user', content: ask }] }],
+  ['/v1/messages', { model: 'm', max_tokens: 10, system: [{ type: 'text', text: 'client part' }], messages: [{ role: 'user', content: ask }] }],
+  ['/v1/responses', { model: 'm', instructions: 'client instructions', input: ask }],
+];
+
+describe('routeRequest: the upstream bytes', () => {
+  it('are the routed body as JSON, for every format and strategy, with our prompt spliced in', () => {
+    for (const strategy of STRATEGIES) {
+      for (const [path, body] of bodies) {
+        for (const failure of [null, 'DEBATE_FAILURE'] as const) {
+          const result = routed(path, body, strategy, failure);
+          expect(result.bytes.toString('utf8')).toBe(JSON.stringify(result.body));
+        }
+      }
+    }
+  });
+
+  it('are right when a client text spells the mark the splice uses', () => {
+    const mark = '\u0000task-router:prompt\u0000';
+    for (const text of [mark, `${mark}${mark}`, `\\u0000task-router:prompt\\u0000`]) {
+      const result = routed('/v1/chat/completions', { model: 'm', messages: [{ role: 'system', content: text }, { role: 'user', content: `${ask} ${text}` }] }, 'prepend');
+      expect(result.bytes.toString('utf8')).toBe(JSON.stringify(result.body));
+      expect(JSON.parse(result.bytes.toString('utf8'))).toEqual(result.body);
+    }
+  });
+});
