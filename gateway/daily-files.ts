@@ -44,17 +44,15 @@ export class DailyFiles {
   constructor(private readonly options: DailyFilesOptions) {}
 
   append(day: string, text: string): void {
-    let queue = this.#queue.get(day);
-    if (queue === undefined) this.#queue.set(day, (queue = { chunks: [], used: 0, bytes: 0, lines: 0 }));
-    const last = queue.chunks.at(-1);
-    const room = last === undefined ? 0 : last.length - queue.used;
     const bytes = Buffer.byteLength(text);
     if (this.#queuedBytes + bytes > this.options.maxQueuedBytes) {
       this.options.dropped(1, 'queue_full');
       return;
     }
-    let chunk = last;
-    if (chunk === undefined || bytes > room) {
+    let queue = this.#queue.get(day);
+    if (queue === undefined) this.#queue.set(day, (queue = { chunks: [], used: 0, bytes: 0, lines: 0 }));
+    let chunk = queue.chunks.at(-1);
+    if (chunk === undefined || bytes > chunk.length - queue.used) {
       if (chunk !== undefined) queue.chunks[queue.chunks.length - 1] = chunk.subarray(0, queue.used);
       chunk = Buffer.allocUnsafeSlow(Math.max(CHUNK_BYTES, bytes));
       queue.chunks.push(chunk);

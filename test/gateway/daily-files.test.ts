@@ -1,0 +1,42 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import os from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { DailyFiles } from '../../gateway/daily-files.js';
+
+let dir: string | undefined;
+afterEach(async () => {
+  if (dir) await rm(dir, { recursive: true, force: true });
+  dir = undefined;
+});
+
+async function files(maxQueuedBytes = 8 * 1024 * 1024) {
+  dir = await mkdtemp(join(os.tmpdir(), 'daily-files-'));
+  const dropped: { lines: number; reason: string }[] = [];
+  const out = new DailyFiles({ dir, extension: 'log', maxQueuedBytes, flushMs: 60_000, dropped: (lines, reason) => dropped.push({ lines, reason }) });
+  return { out, dropped, read: (day: string) => readFile(join(dir as string, `${day}.log`), 'utf8') };
+}
+
+describe('DailyFiles', () => {
+  it('writes every line as given, across queue chunks, a line longer than a chunk and any script', async () => {
+    const { out, read } = await files();
+    const lines: string[] = [];
+    for (let i = 0; i < 3000; i += 1) lines.push(`${i} ${'é✓ 日本語 '.repeat(i % 7)}${'x'.repeat(i % 50)}\n`);
+    lines.splice(1500, 0, `${'y'.repeat(200_000)}\n`);
+    for (const line of lines) out.append('2026-11-24', line);
+    out.append('2026-11-25', 'next day\n');
+    await out.close();
+    expect(await read('2026-11-24')).toBe(lines.join(''));
+    expect(await read('2026-11-25')).toBe('next day\n');
+  });
+
+  it('drops and counts lines past maxQueuedBytes, and keeps the rest', async () => {
+    const { out, dropped, read } = await files(10);
+    out.append('2026-11-24', 'abcdef\n');
+    out.append('2026-11-24', 'too long now\n');
+    out.append('2026-11-24', 'ok\n');
+    await out.close();
+    expect(dropped).toEqual([{ lines: 1, reason: 'queue_full' }]);
+    expect(await read('2026-11-24')).toBe('abcdef\nok\n');
+  });
+});
