@@ -142,8 +142,8 @@ export interface RouteInputs {
 export function routeRequest(state: RoutingState, request: ClassifiedRequest, inputs: RouteInputs): RoutedRequest {
   const { applied, hard, format, body } = request;
   const route = routeOf(applied, hard);
-  // Object.assign, not a spread: on Node 20, keys added after a spread make a new hidden class on every
-  // call (about 2.5 µs and a few hundred bytes of old-generation garbage per key).
+  // Object.assign, not a spread: on Node 20, each key added after a spread makes a new hidden class on
+  // every call (about 2.5 µs a key, and the classes are garbage for the full collector).
   const decision: RoutedDecision = Object.assign({}, applied, {
     id: inputs.id,
     requestId: inputs.requestId,
