@@ -33,17 +33,17 @@
  * time to the first SSE event, interleaved request by request. Server CPU is the process's own CPU time
  * (all its threads, /proc/PID/task/TID/schedstat), divided by the responses of the run.
  */
-import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { fork, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import http from 'node:http';
 import os from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { BodySource, chatBody, DISTINCT_TURNS, latestTurn } from './bodies.js';
 import { CHAT_PATH, SSE_CHUNKS, type UpstreamStats } from './upstream.js';
+import { alive, lastOutput, spawnReady, terminate, track, type Spawned } from './children.js';
 import { machineBusyNs, processCpuNs, selfCpuNs } from './cpu.js';
 
 // ---------------------------------------------------------------------------------------------------
@@ -167,92 +167,35 @@ function table(rows: readonly (readonly string[])[], rightAligned: ReadonlySet<n
 
 const allColumnsButFirst = (count: number) => new Set(Array.from({ length: count - 1 }, (_, i) => i + 1));
 
-// ---------------------------------------------------------------------------------------------------
-// CPU accounting
-
-
-// ---------------------------------------------------------------------------------------------------
-// Child processes
-
-const children = new Set<ChildProcess>();
-
-process.on('exit', () => {
-  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-});
-
-function alive(proc: ChildProcess): boolean {
-  return proc.exitCode === null && proc.signalCode === null;
-}
-
-/** Sends SIGTERM, then SIGKILL if the process has not exited within timeoutMs. */
-function terminate(proc: ChildProcess, timeoutMs = EXIT_TIMEOUT_MS): Promise<void> {
-  if (!alive(proc)) return Promise.resolve();
-  return new Promise((resolveExit) => {
-    const timer = setTimeout(() => {
-      process.stderr.write(`pid ${proc.pid} did not exit within ${timeoutMs} ms of SIGTERM; killing it\n`);
-      proc.kill('SIGKILL');
-    }, timeoutMs);
-    proc.once('exit', () => {
-      clearTimeout(timer);
-      resolveExit();
-    });
-    proc.kill('SIGTERM');
-  });
-}
-
 /** A server under test: spawned with stdout and stderr piped (and drained), ready when a line matches. */
 class Server {
-  readonly tail: string[] = [];
-  url = '';
-  private constructor(readonly key: Key, readonly label: string, readonly describe: string, readonly proc: ChildProcess, readonly logDir: string | null) {}
+  private constructor(readonly key: Key, readonly label: string, readonly describe: string, private readonly child: Spawned, readonly url: string, readonly logDir: string | null) {}
 
-  static start(key: Key, label: string, describe: string, args: readonly string[], env: NodeJS.ProcessEnv, ready: RegExp, logDir: string | null = null): Promise<Server> {
-    const proc = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    children.add(proc);
-    const server = new Server(key, label, describe, proc, logDir);
-    return new Promise((resolveReady, reject) => {
-      let done = false;
-      const timer = setTimeout(() => finish(new Error(`${label} was not ready within ${READY_TIMEOUT_MS} ms`)), READY_TIMEOUT_MS);
-      const finish = (error?: Error) => {
-        if (done) return;
-        done = true;
-        clearTimeout(timer);
-        if (error) {
-          proc.kill('SIGKILL');
-          reject(new Error(`${error.message}\n  last output:\n${server.tail.map((line) => `    ${line}`).join('\n')}`));
-        } else {
-          resolveReady(server);
-        }
-      };
-      const onLine = (line: string) => {
-        server.tail.push(line.replace(/\x1b\[[0-9;]*[A-Za-z]/g, '').slice(0, 300));
-        if (server.tail.length > 30) server.tail.shift();
-        if (done) return;
-        const match = ready.exec(line);
-        if (match?.[1]) {
-          server.url = match[1];
-          finish();
-        }
-      };
-      createInterface({ input: proc.stdout! }).on('line', onLine);
-      createInterface({ input: proc.stderr! }).on('line', onLine);
-      proc.once('error', (error) => finish(error));
-      proc.once('exit', (code, signal) => finish(new Error(`${label} exited (code ${code}, signal ${signal}) before it was ready`)));
+  get proc(): ChildProcess {
+    return this.child.proc;
+  }
+
+  static async start(key: Key, label: string, describe: string, args: readonly string[], env: NodeJS.ProcessEnv, ready: RegExp, logDir: string | null = null): Promise<Server> {
+    let url = '';
+    const child = await spawnReady(label, args, { cwd: ROOT, env, timeoutMs: READY_TIMEOUT_MS }, (line) => {
+      url ||= ready.exec(line)?.[1] ?? '';
+      return url !== '';
     });
+    return new Server(key, label, describe, child, url, logDir);
   }
 
   cpuNs(): number {
     const ns = this.proc.pid === undefined ? null : processCpuNs(this.proc.pid);
-    if (ns === null) throw new Error(`cannot read the CPU time of ${this.label} (pid ${this.proc.pid}): is it still running?\n${this.tail.join('\n')}`);
+    if (ns === null) throw new Error(`cannot read the CPU time of ${this.label} (pid ${this.proc.pid}): is it still running?\n${lastOutput(this.child)}`);
     return ns;
   }
 
   check(): void {
-    if (!alive(this.proc)) throw new Error(`${this.label} exited (code ${this.proc.exitCode}, signal ${this.proc.signalCode}) during the bench\n  last output:\n${this.tail.map((line) => `    ${line}`).join('\n')}`);
+    if (!alive(this.proc)) throw new Error(`${this.label} exited (code ${this.proc.exitCode}, signal ${this.proc.signalCode}) during the bench\n${lastOutput(this.child)}`);
   }
 
   stop(): Promise<void> {
-    return terminate(this.proc);
+    return terminate(this.proc, EXIT_TIMEOUT_MS);
   }
 }
 
@@ -270,7 +213,7 @@ class Upstream {
 
   static start(): Promise<Upstream> {
     const proc = fork(UPSTREAM, ['--sse-gap-ms', String(SSE_GAP_MS)], { execArgv: [], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-    children.add(proc);
+    track(proc);
     return new Promise((resolveReady, reject) => {
       const timer = setTimeout(() => {
         proc.kill('SIGKILL');

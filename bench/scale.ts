@@ -26,10 +26,10 @@ import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import { join, resolve } from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { createClient } from 'redis';
+import { spawnReady, terminate, track } from './children.js';
 import { machineBusyNs, processCpuNs, selfCpuNs } from './cpu.js';
 
 // ---------------------------------------------------------------------------------------------------
@@ -138,23 +138,9 @@ function table(rows: readonly (readonly string[])[]): string {
 // ---------------------------------------------------------------------------------------------------
 // Processes
 
-const children = new Set<ChildProcess>();
-process.on('exit', () => {
-  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-});
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => process.exit(130));
 
-function stopped(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolveExit) => {
-    const timer = setTimeout(() => child.kill('SIGKILL'), EXIT_TIMEOUT_MS);
-    child.once('exit', () => {
-      clearTimeout(timer);
-      resolveExit();
-    });
-    child.kill(signal);
-  });
-}
+const stopped = (child: ChildProcess) => terminate(child, EXIT_TIMEOUT_MS);
 
 async function freePort(): Promise<number> {
   const server = net.createServer();
@@ -166,46 +152,24 @@ async function freePort(): Promise<number> {
 
 /** A gateway under test (`task-router serve`), its primary and worker pids for CPU accounting. */
 class Gateway {
-  readonly pids: number[] = [];
-  readonly tail: string[] = [];
-  url = '';
-  private constructor(readonly label: string, readonly proc: ChildProcess) {}
+  private constructor(readonly label: string, readonly proc: ChildProcess, readonly pids: readonly number[], readonly url: string) {}
 
-  static start(label: string, file: string, workers: number, env: NodeJS.ProcessEnv): Promise<Gateway> {
-    const proc = spawn(process.execPath, [CLI, 'serve', '--config', file, '--workers', String(workers)], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    children.add(proc);
-    const gateway = new Gateway(label, proc);
-    if (proc.pid !== undefined) gateway.pids.push(proc.pid);
-    return new Promise((resolveReady, reject) => {
-      let done = false;
-      const timer = setTimeout(() => finish(new Error(`${label} was not ready within ${READY_TIMEOUT_MS} ms`)), READY_TIMEOUT_MS);
-      const finish = (error?: Error) => {
-        if (done) return;
-        done = true;
-        clearTimeout(timer);
-        if (!error) return resolveReady(gateway);
-        proc.kill('SIGKILL');
-        reject(new Error(`${error.message}\n  last output:\n${gateway.tail.map((line) => `    ${line}`).join('\n')}`));
-      };
-      const onLine = (line: string) => {
-        gateway.tail.push(line.slice(0, 300));
-        if (gateway.tail.length > 20) gateway.tail.shift();
-        let entry: { msg?: string; url?: string; pid?: number };
-        try {
-          entry = JSON.parse(line) as typeof entry;
-        } catch {
-          return;
-        }
-        if (entry.msg === 'worker listening' && typeof entry.pid === 'number') gateway.pids.push(entry.pid);
-        if (entry.msg === 'task-router listening' && typeof entry.url === 'string') {
-          gateway.url = entry.url;
-          finish();
-        }
-      };
-      createInterface({ input: proc.stdout as NodeJS.ReadableStream }).on('line', onLine);
-      createInterface({ input: proc.stderr as NodeJS.ReadableStream }).on('line', onLine);
-      proc.once('exit', (code, signal) => finish(new Error(`${label} exited (code ${code}, signal ${signal}) before it was ready`)));
+  static async start(label: string, file: string, workers: number, env: NodeJS.ProcessEnv): Promise<Gateway> {
+    const pids: number[] = [];
+    let url = '';
+    const child = await spawnReady(label, [CLI, 'serve', '--config', file, '--workers', String(workers)], { cwd: ROOT, env, timeoutMs: READY_TIMEOUT_MS }, (line) => {
+      let entry: { msg?: string; url?: string; pid?: number };
+      try {
+        entry = JSON.parse(line) as typeof entry;
+      } catch {
+        return false;
+      }
+      if (entry.msg === 'worker listening' && typeof entry.pid === 'number') pids.push(entry.pid);
+      if (entry.msg === 'task-router listening' && typeof entry.url === 'string') url ||= entry.url;
+      return url !== '';
     });
+    if (child.proc.pid !== undefined) pids.unshift(child.proc.pid);
+    return new Gateway(label, child.proc, pids, url);
   }
 
   /** CPU of the primary and every worker, ns; null where /proc cannot be read. */
@@ -226,7 +190,7 @@ class Gateway {
 
 async function startUpstream(): Promise<{ url: string; proc: ChildProcess }> {
   const proc = fork(UPSTREAM, [], { execArgv: [], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  children.add(proc);
+  track(proc);
   return new Promise((resolveReady, reject) => {
     const timer = setTimeout(() => reject(new Error('the fake upstream was not ready in time')), READY_TIMEOUT_MS);
     proc.once('exit', (code) => reject(new Error(`the fake upstream exited (code ${code}) before it was ready`)));
@@ -243,7 +207,7 @@ async function startRedis(dir: string): Promise<{ url: string; proc: ChildProces
   if (spawnSync('redis-server', ['--version']).error) return 'redis-server is not installed (Debian: apt-get install redis-server): the Redis comparison is left out';
   const port = await freePort();
   const proc = spawn('redis-server', ['--port', String(port), '--bind', HOST, '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' });
-  children.add(proc);
+  track(proc);
   const deadline = Date.now() + 10_000;
   while (Date.now() < deadline) {
     const ok = await new Promise<boolean>((answer) => {
