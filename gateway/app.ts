@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net';
-import http, { type Server } from 'node:http';
-import express, { type Express, type Request, type Response, type Router } from 'express';
+import type { Server } from 'node:http';
+import express, { type Express, type Request, type RequestHandler, type Response, type Router } from 'express';
 import { formatForPath, type Outcome } from '../src/index.js';
 import { adminRouter, bearerAuth } from './admin.js';
 import { startEchoUpstream, type EchoUpstream } from './echo-upstream.js';
@@ -16,6 +16,7 @@ import { observe, type GatewayHooks } from './observability.js';
 import { outcomesRouter, sessionsRouter } from './outcomes.js';
 import { refuseAmbiguousPaths } from '../middleware/paths.js';
 import { guardProcess } from './process-guard.js';
+import { expressServer } from './express-server.js';
 import { pipeline } from './pipeline.js';
 import { createUpstreamProxy, type UpstreamOptions } from './proxy.js';
 import { RoutingRuntime, type ReloadStatus, type RuntimeEvents } from './runtime.js';
@@ -70,9 +71,12 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Express; cl
   app.disable('x-powered-by');
   const proxy = createUpstreamProxy(options.upstream, options.hooks);
 
+  // Everything a request meets before our routes, chat POSTs' whole way included, is one Express layer:
+  // Express 5 does per-layer work on every request (matching, saving and restoring the base URL).
+  const front: RequestHandler[] = [];
   if (options.hooks?.requestDone) {
     const done = options.hooks.requestDone;
-    app.use((req, res, next) => {
+    front.push((req, res, next) => {
       const started = performance.now();
       res.once('close', () => {
         try {
@@ -84,22 +88,18 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Express; cl
       next();
     });
   }
-
-  // First, so every answer carries the id, refusals and errors included.
-  app.use(requestIds());
-  app.use(refuseAmbiguousPaths());
-
+  // First (after the timing), so every answer carries the id, refusals and errors included.
+  front.push(requestIds(), refuseAmbiguousPaths());
   const draining = options.draining ?? (() => false);
   if (options.draining) {
-    app.use((_req, res, next) => {
+    front.push((_req, res, next) => {
       // A connection kept alive would carry the client's next request to a process about to exit.
       if (draining()) res.shouldKeepAlive = false;
       next();
     });
   }
-
-  // Chat POSTs, nearly all the traffic, go straight to their pipeline and the proxy: one dispatch, not a
-  // walk past every route of ours. Our own paths are never chat, whatever they end with.
+  // Chat POSTs, nearly all the traffic, go straight to their pipeline and the proxy, not past every
+  // route of ours. Our own paths are never chat, whatever they end with.
   const parse = jsonBody(options.bodyBytes);
   const chat = pipeline([
     (req, res, next) => parse(req, res, (error?: unknown) => (error ? bodyErrors(error, req, res, next) : next())),
@@ -107,10 +107,11 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Express; cl
     taskRouter({ snapshot: options.snapshot, ...(options.hooks ? { hooks: options.hooks } : {}), ...(options.sessions ? { sessions: options.sessions } : {}) }),
     proxy.handler,
   ]);
-  app.use((req, res, next) => {
+  front.push((req, res, next) => {
     if (req.method === 'POST' && formatForPath(req.path) && !OWN_PATH.test(req.path)) return chat(req, res, next);
     next();
   });
+  app.use(pipeline(front));
 
   // Probes are answered here, never upstream: a liveness probe must not depend on the LLM provider.
   app.get('/livez', (_req: Request, res: Response) => {
@@ -217,7 +218,7 @@ function listen(app: Express, port: number, host: string, config: GatewayConfig,
   // Node checks both timeouts on this interval (30 s by default): it bounds how late a cut can come.
   const connectionsCheckingInterval = Math.max(50, Math.min(30_000, Math.floor(headersTimeoutMs / 4)));
   return new Promise((resolve, reject) => {
-    const server = http.createServer({ maxHeaderSize: config.limits.headerBytes, headersTimeout: headersTimeoutMs, requestTimeout: requestTimeoutMs, connectionsCheckingInterval }, app);
+    const server = expressServer(app, { maxHeaderSize: config.limits.headerBytes, headersTimeout: headersTimeoutMs, requestTimeout: requestTimeoutMs, connectionsCheckingInterval });
     server.maxConnections = maxConnections;
     server.once('error', reject);
     server.listen(port, host, () => {

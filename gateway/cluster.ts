@@ -7,13 +7,14 @@
  */
 import cluster, { type Worker } from 'node:cluster';
 import { randomUUID } from 'node:crypto';
-import http, { type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express, { type Request, type Response } from 'express';
 import type { Logger } from 'pino';
 import { AggregatorRegistry, type Registry } from 'prom-client';
 import { finalErrorHandler, sendRouterError } from '../middleware/errors.js';
 import { bearerAuth } from './admin.js';
+import { expressServer } from './express-server.js';
 import { MESSAGE, REPLICA_ID_ENV, ToPrimarySchema, type ToWorker } from './cluster-messages.js';
 import { loadConfig, type LoadedConfig } from './config.js';
 import { createPrimaryMetrics } from './metrics.js';
@@ -288,7 +289,7 @@ function serveMetrics(exposition: () => Promise<string>, registry: Registry, tok
   app.use((_req: Request, res: Response) => sendRouterError(res, 404, 'no such endpoint on this address: GET /metrics'));
   app.use(finalErrorHandler({ ownPath: () => true }));
   return new Promise((resolve, reject) => {
-    const server = http.createServer(app);
+    const server = expressServer(app);
     server.once('error', reject);
     server.listen(port, host, () => {
       server.off('error', reject);

@@ -4,6 +4,7 @@
  */
 export { loadConfig, ConfigSchema, ConfigError, DEFAULT_CONFIG_FILE, type GatewayConfig } from './config.js';
 export { createGatewayApp, startGateway, type RunningGateway } from './app.js';
+export { expressServer } from './express-server.js';
 export { buildSnapshot } from './snapshot.js';
 export { RoutingRuntime, type ReloadResult } from './runtime.js';
 export { adminRouter } from './admin.js';
