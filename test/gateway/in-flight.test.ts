@@ -41,7 +41,7 @@ describe('InFlight', () => {
     await until(() => inFlight.size === 2);
     expect(inFlight.responses().map((res) => res.req.path).sort()).toEqual(['/a', '/c']);
 
-    // A new response takes the freed place; closing by the client counts as closing too.
+    // A response opened after one closed is held too; a client going away closes it.
     const controller = new AbortController();
     const aborted = fetch(`${url}/d`, { signal: controller.signal }).catch((error: unknown) => error);
     await until(() => held.size === 4);
