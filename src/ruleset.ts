@@ -4,6 +4,7 @@
  * bad rule set at once.
  */
 import type { Category } from './categories.js';
+import { escapeRegex } from './escape-regex.js';
 import { cleanText, type Lookalikes } from './normalize.js';
 import type { ContextCues } from './context.js';
 import type { CompiledPattern, RegexEngine } from './engines/engine.js';
@@ -53,10 +54,6 @@ const ASCII_ONLY_CLASSES = /\\[bBwW]/;
 /** What a word entry may hold: tokens as phrases.ts cuts them, separated by spaces (a comma reads as a space). */
 const WORD_ENTRY = /^[a-z0-9_'-]*[a-z0-9][a-z0-9_'-]*(?:[ ,]+[a-z0-9_'-]*[a-z0-9][a-z0-9_'-]*)*$/;
 const NON_ASCII_SOURCE = /[^\x00-\x7f]|\\p/;
-
-function escapeRegex(text: string): string {
-  return text.replace(/[\\^$.|?*+()[\]{}]/g, '\\$&');
-}
 
 /** A literal phrase as a pattern fragment: its spaces match any run of white space. */
 function phrase(text: string): string {

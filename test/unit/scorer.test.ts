@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { lastOccurrences } from '../../src/context.js';
 import { createClassifier, createScorer, DecisionSchema, defaultScorer, offerIn, trainScorer, turnsOf, defaultRuleSet, compileRuleSet, ENGINES, type ScorerData } from '../../src/index.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -90,6 +91,17 @@ describe('the conversation as context', () => {
     ['Here is the poem you asked for.', null],
   ])('the offer in %j is %j', (assistant, offer) => {
     expect(offerIn(assistant, cues)).toBe(offer);
+  });
+
+  it('finds where each offer phrase last occurs, as lastIndexOf does, phrases inside phrases included', () => {
+    // Texts made of the phrases themselves, overlapping and repeated, with other words between.
+    const pieces = [...cues.offers, 'do you want me to', 'i can go ahead and', 'x', ' ', '. ', 'the build', '実行', 'ии'];
+    let seed = 7;
+    const next = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) >>> 16;
+    for (let round = 0; round < 300; round += 1) {
+      const text = Array.from({ length: 1 + (next() % 12) }, () => pieces[next() % pieces.length]).join(next() % 2 ? ' ' : '');
+      expect(lastOccurrences(text, cues.offers)).toEqual(cues.offers.map((phrase) => text.lastIndexOf(phrase)));
+    }
   });
 
   it('turnsOf reads the latest human turn, the one before it and the assistant turn between, skipping tool results', () => {
