@@ -4,7 +4,7 @@ import type { Request, RequestHandler, Response } from 'express';
 import { createProxyMiddleware } from 'http-proxy-middleware';
 import { formatForPath, HEADER_PREFIX } from '../src/index.js';
 import { sendError } from '../middleware/errors.js';
-import { forwardedBody } from '../middleware/forward-body.js';
+import { endWith, forwardedBody } from '../middleware/forward-body.js';
 import { dropHopByHop } from '../middleware/json-body.js';
 
 /**
@@ -40,7 +40,7 @@ function forwardBodyOnCreation(req: Request, created: (proxyReq: http.ClientRequ
       return pipe(destination, options);
     }
     try {
-      destination.end(body.bytes);
+      endWith(destination, body.bytes);
     } catch (error) {
       if (!upstream) throw error;
       failWith(upstream, error);

@@ -1,19 +1,26 @@
 import type http from 'node:http';
 import type { Request } from 'express';
+import { jsonBytes, type BodyBytes } from '../src/index.js';
 import { rawBodyOf } from './json-body.js';
 import { routingOf } from './task-router.js';
 
 /** The body to forward for a request `jsonBody` consumed: the rewritten JSON if taskRouter changed it, else the original bytes. */
-export function forwardedBody(req: Request): { readonly bytes: Buffer; readonly rewritten: boolean } | undefined {
+export function forwardedBody(req: Request): { readonly bytes: BodyBytes; readonly rewritten: boolean } | undefined {
   const raw = rawBodyOf(req);
   const serialized = routingOf(req)?.serialized ?? null;
   // Another body parser (the host app's express.json()) read the stream and kept no bytes: piping the
   // spent stream would leave the upstream waiting for a body that never comes, so the parsed body is
   // serialized again. Not byte for byte, but the same JSON.
   if (raw === undefined && !parsedElsewhere(req)) return undefined;
-  if (raw !== undefined && serialized === null) return { bytes: raw, rewritten: false };
+  if (raw !== undefined && serialized === null) return { bytes: { chunks: [raw], length: raw.length }, rewritten: false };
   // taskRouter serialized the body it wrote; a later middleware that replaced req.body gets it serialized here.
-  return { bytes: serialized !== null && serialized.from === req.body ? serialized.bytes : Buffer.from(JSON.stringify(req.body)), rewritten: true };
+  return { bytes: serialized !== null && serialized.from === req.body ? serialized.bytes : jsonBytes(JSON.stringify(req.body)), rewritten: true };
+}
+
+/** Writes a body's pieces to `destination`, in order, and ends it. */
+export function endWith(destination: NodeJS.WritableStream, bytes: BodyBytes): void {
+  for (const chunk of bytes.chunks) destination.write(chunk);
+  destination.end();
 }
 
 /** Whether a body parser other than jsonBody consumed the request: the stream is spent and req.body set. */
@@ -38,6 +45,6 @@ export function restreamBody(proxyReq: http.ClientRequest, req: Request): void {
   proxyReq.removeHeader('content-encoding');
   if (body.rewritten) proxyReq.setHeader('content-type', 'application/json');
   proxyReq.setHeader('content-length', body.bytes.length);
-  proxyReq.write(body.bytes);
+  for (const chunk of body.bytes.chunks) proxyReq.write(chunk);
 }
 

@@ -12,6 +12,7 @@ import {
   sessionReport,
   softRoutedBody,
   withTiebreak,
+  type BodyBytes,
   type ChatFormat,
   type Classifier,
   type ClassifiedRequest,
@@ -95,7 +96,7 @@ export interface RequestRouting {
    * than JSON.stringify can recurse parses fine but cannot be re-serialised, and that must degrade to
    * pass-through here, not throw in the proxy.
    */
-  readonly serialized: { readonly from: unknown; readonly bytes: Buffer } | null;
+  readonly serialized: { readonly from: unknown; readonly bytes: BodyBytes } | null;
 }
 
 const routingByRequest = new WeakMap<Request, RequestRouting>();

@@ -19,8 +19,8 @@ export { DecisionRecordSchema, memoryEntry, type DecisionRecord } from './record
 export { HEADER, HEADER_PREFIX } from './decision-headers.js';
 export { humanTurns, type HumanTurnOptions, type HumanTurns } from './human-turns.js';
 export {
-  classifyRequest, debatesOf, decisionHeaders, readHumanTurns, routeRequest, sessionReport, softRoutedBody, withTiebreak,
-  type ClassifiedRequest, type DebateCarried, type DebateKind, type RouteInputs, type RoutedDecision, type RoutedRequest, type RoutingState,
+  classifyRequest, debatesOf, decisionHeaders, jsonBytes, readHumanTurns, routeRequest, sessionReport, softRoutedBody, withTiebreak,
+  type BodyBytes, type ClassifiedRequest, type DebateCarried, type DebateKind, type RouteInputs, type RoutedDecision, type RoutedRequest, type RoutingState,
 } from './route-request.js';
 export { TIEBREAK_RESULTS, UNSURE_POLICIES, type TiebreakResult, type TiebreakVerdict, type Tiebreaker, type UnsurePolicy } from './unsure.js';
 export { DEFAULT_WRAPPERS, readWrappers, stripWrappers, wrapperNames, WrappersError, WrappersSchema, type Stripped, type Wrapper, type WrapperData } from './wrappers.js';

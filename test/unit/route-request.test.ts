@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { classifyRequest, createClassifier, formatForPath, readHumanTurns, routeRequest, STRATEGIES, type JsonObject, type RoutingState } from '../../src/index.js';
+import { classifyRequest, createClassifier, formatForPath, readHumanTurns, routeRequest, STRATEGIES, type BodyBytes, type JsonObject, type RoutingState } from '../../src/index.js';
 import { loadPrompts } from '../../middleware/prompts.js';
 
 const prompts = await loadPrompts();
@@ -14,6 +14,13 @@ function routed(path: string, body: JsonObject, strategy: RoutingState['strategy
   const request = classifyRequest(state, format, body, human, null, null);
   const pending = failure ? { verdict: failure, trigger: 'consecutive_failures' as const, task: 'abc', stakes: 'high' as const, failures: 2, rejections: 0, delivered: false, at: 0 } : null;
   return routeRequest(state, request, { id: 'id', requestId: 'rid', session: null, failure: pending, tiebreak: null });
+}
+
+/** The body's pieces joined, after checking that its length is their length in bytes. */
+function textOf(bytes: BodyBytes): string {
+  const joined = Buffer.concat(bytes.chunks.map((chunk) => (typeof chunk === 'string' ? Buffer.from(chunk) : chunk)));
+  expect(joined.length).toBe(bytes.length);
+  return joined.toString('utf8');
 }
 
 const ask = 'deploy the billing service to staging';
@@ -32,7 +39,7 @@ describe('routeRequest: the upstream bytes', () => {
       for (const [path, body] of bodies) {
         for (const failure of [null, 'DEBATE_FAILURE'] as const) {
           const result = routed(path, body, strategy, failure);
-          expect(result.bytes.toString('utf8')).toBe(JSON.stringify(result.body));
+          expect(textOf(result.bytes)).toBe(JSON.stringify(result.body));
         }
       }
     }
@@ -42,8 +49,8 @@ describe('routeRequest: the upstream bytes', () => {
     const mark = '\u0000task-router:prompt\u0000';
     for (const text of [mark, `${mark}${mark}`, `\\u0000task-router:prompt\\u0000`]) {
       const result = routed('/v1/chat/completions', { model: 'm', messages: [{ role: 'system', content: text }, { role: 'user', content: `${ask} ${text}` }] }, 'prepend');
-      expect(result.bytes.toString('utf8')).toBe(JSON.stringify(result.body));
-      expect(JSON.parse(result.bytes.toString('utf8'))).toEqual(result.body);
+      expect(textOf(result.bytes)).toBe(JSON.stringify(result.body));
+      expect(JSON.parse(textOf(result.bytes))).toEqual(result.body);
     }
   });
 });
