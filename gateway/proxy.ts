@@ -4,8 +4,9 @@ import type { Request, RequestHandler, Response } from 'express';
 import { createProxyMiddleware } from 'http-proxy-middleware';
 import { formatForPath, HEADER_PREFIX } from '../src/index.js';
 import { sendError } from '../middleware/errors.js';
-import { endWith, forwardedBody } from '../middleware/forward-body.js';
+import { endWith, forwardedBody, releaseBody } from '../middleware/forward-body.js';
 import { dropHopByHop } from '../middleware/json-body.js';
+import { requestSlot } from '../middleware/request-slot.js';
 
 /**
  * Gets hold of the upstream request the moment http-proxy creates it, and sends the forwarded body then.
@@ -39,6 +40,9 @@ function forwardBodyOnCreation(req: Request, created: (proxyReq: http.ClientRequ
       if (upstream) guardWrites(upstream);
       return pipe(destination, options);
     }
+    // Used once: the request lets go of this pipe and of its body as the body goes out.
+    req.pipe = pipe;
+    releaseBody(req);
     try {
       endWith(destination, body.bytes);
     } catch (error) {
@@ -81,6 +85,12 @@ function guardWrites(proxyReq: http.ClientRequest): void {
       return proxyReq;
     }
   }) as http.ClientRequest['end'];
+}
+
+/** A mark a request carries or not (see requestSlot: WeakSets of requests cost more than they hold). */
+function requestMark(name: string): { add(req: object): void; has(req: object): boolean } {
+  const slot = requestSlot<true>(name);
+  return { add: (req) => slot.set(req, true), has: (req) => slot.get(req) === true };
 }
 
 /** Calls an observer; an observer's failure never reaches the request or the process. */
@@ -134,11 +144,11 @@ export function createUpstreamProxy(options: UpstreamOptions, hooks: UpstreamHoo
   const target = new URL(options.url);
   const agentOptions = { keepAlive: true, maxSockets: options.maxSockets, maxFreeSockets: Math.min(options.maxSockets, 64) };
   const agent = target.protocol === 'https:' ? new https.Agent(agentOptions) : new http.Agent(agentOptions);
-  const timedOut = new WeakSet<http.IncomingMessage>();
+  const timedOut = requestMark('task-router.upstreamTimedOut');
   // Requests whose response failed after its headers: counted once, by the hook that saw it first.
-  const cutAfterHeaders = new WeakSet<http.IncomingMessage>();
-  const clientGone = new WeakSet<http.IncomingMessage>();
-  const answered = new WeakSet<http.IncomingMessage>();
+  const cutAfterHeaders = requestMark('task-router.cutAfterHeaders');
+  const clientGone = requestMark('task-router.clientGone');
+  const answered = requestMark('task-router.answered');
   const idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
   const maxDurationMs = options.maxDurationMs ?? DEFAULT_MAX_DURATION_MS;
   const report = (kind: UpstreamErrorKind, error: Error, req: Request) => safely(() => hooks.error?.(kind, error, req));

@@ -1,8 +1,8 @@
 import type http from 'node:http';
 import type { Request } from 'express';
 import { jsonBytes, type BodyBytes } from '../src/index.js';
-import { rawBodyOf } from './json-body.js';
-import { routingOf } from './task-router.js';
+import { forgetRawBody, rawBodyOf } from './json-body.js';
+import { forgetSerializedBody, routingOf } from './task-router.js';
 
 /** The body to forward for a request `jsonBody` consumed: the rewritten JSON if taskRouter changed it, else the original bytes. */
 export function forwardedBody(req: Request): { readonly bytes: BodyBytes; readonly rewritten: boolean } | undefined {
@@ -15,6 +15,17 @@ export function forwardedBody(req: Request): { readonly bytes: BodyBytes; readon
   if (raw !== undefined && serialized === null) return { bytes: { chunks: [raw], length: raw.length }, rewritten: false };
   // taskRouter serialized the body it wrote; a later middleware that replaced req.body gets it serialized here.
   return { bytes: serialized !== null && serialized.from === req.body ? serialized.bytes : jsonBytes(JSON.stringify(req.body)), rewritten: true };
+}
+
+/**
+ * Drops what a request holds of its body once the body is on its way upstream: req.body, the client's
+ * bytes and ours. Nothing after the proxy reads them, and under load request objects outlive
+ * young-generation collections, each one copying and promoting every byte the request still holds.
+ */
+export function releaseBody(req: Request): void {
+  req.body = undefined;
+  forgetRawBody(req);
+  forgetSerializedBody(req);
 }
 
 /** Writes a body's pieces to `destination`, in order, and ends it. */

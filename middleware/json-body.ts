@@ -2,12 +2,18 @@ import type { IncomingHttpHeaders } from 'node:http';
 import express, { type ErrorRequestHandler, type Request, type RequestHandler } from 'express';
 import { formatForPath } from '../src/index.js';
 import { describeError, sendError } from './errors.js';
+import { requestSlot } from './request-slot.js';
 
-const rawBodies = new WeakMap<Request, Buffer>();
+const rawBodies = requestSlot<Buffer>('task-router.rawBody');
 
 /** The body bytes as the client sent them (decoded), for forwarding a body we did not change. */
 export function rawBodyOf(req: Request): Buffer | undefined {
   return rawBodies.get(req);
+}
+
+/** Forgets a request's raw body bytes (see releaseBody). */
+export function forgetRawBody(req: Request): void {
+  rawBodies.set(req, undefined);
 }
 
 /** Hop-by-hop headers (RFC 9110 §7.6.1), besides the ones Connection names. */

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RequestHandler } from 'express';
+import { requestSlot } from './request-slot.js';
 
 export const REQUEST_ID_HEADER = 'x-request-id';
 /**
@@ -10,7 +11,7 @@ export const REQUEST_ID_HEADER = 'x-request-id';
 export const OWN_REQUEST_ID_HEADER = 'x-correlation-id';
 export const REQUEST_ID_MAX = 128;
 
-const ids = new WeakMap<IncomingMessage, string>();
+const ids = requestSlot<string>('task-router.requestId');
 
 /**
  * A client's x-request-id as we will log and forward it: characters outside [A-Za-z0-9._:-] removed

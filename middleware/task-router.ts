@@ -31,6 +31,7 @@ import {
 import { credentialOwner, tokenMatches } from './credentials.js';
 import { sendError, type ErrorKind } from './errors.js';
 import { setRequestIdHeaders } from './request-id.js';
+import { requestSlot } from './request-slot.js';
 import { SESSION_ID, type SessionTracker } from './sessions.js';
 import { decisionAttributes, startRequestSpan } from './tracing.js';
 
@@ -88,22 +89,28 @@ export interface TaskRouterOptions {
 /** What taskRouter did to a request: the one record the proxy, the logs and the metrics read. */
 export interface RequestRouting {
   readonly format: ChatFormat;
-  /** The routed request (decision, body, headers, debates), or null when it went on without a decision. */
-  readonly routed: RoutedRequest | null;
+  /** The decision and the debates it carries, or null when the request went on without a decision. */
+  readonly routed: Pick<RoutedRequest, 'decision' | 'debates'> | null;
   /**
    * The body taskRouter put in req.body and its JSON bytes, or null when req.body is the client's own
-   * (forwarded byte for byte). Serialised while routing could still fall back: a body nested deeper
-   * than JSON.stringify can recurse parses fine but cannot be re-serialised, and that must degrade to
-   * pass-through here, not throw in the proxy.
+   * (forwarded byte for byte) or was released once forwarded (see releaseBody). Serialised while
+   * routing could still fall back: a body nested deeper than JSON.stringify can recurse parses fine
+   * but cannot be re-serialised, and that must degrade to pass-through here, not throw in the proxy.
    */
   readonly serialized: { readonly from: unknown; readonly bytes: BodyBytes } | null;
 }
 
-const routingByRequest = new WeakMap<Request, RequestRouting>();
+const routingByRequest = requestSlot<RequestRouting>('task-router.routing');
 
 /** What taskRouter did to a request, for the proxy that forwards it. */
 export function routingOf(req: Request): RequestRouting | undefined {
   return routingByRequest.get(req);
+}
+
+/** Forgets the body taskRouter serialised for a request, keeping its decision (see releaseBody). */
+export function forgetSerializedBody(req: Request): void {
+  const routing = routingByRequest.get(req);
+  if (routing?.serialized) routingByRequest.set(req, { ...routing, serialized: null });
 }
 
 /** Drops every x-task-router-* header a client sent, the override included: only ours reach the upstream. */
@@ -281,7 +288,7 @@ export function taskRouter(options: TaskRouterOptions = {}): RequestHandler {
       return degrade(req, snapshot, format, chat, 'rewrite', error);
     }
     req.body = routed.body;
-    routingByRequest.set(req, { format, routed, serialized: { from: routed.body, bytes: routed.bytes } });
+    routingByRequest.set(req, { format, routed: { decision: routed.decision, debates: routed.debates }, serialized: { from: routed.body, bytes: routed.bytes } });
     for (const name in routed.headers) {
       const value = routed.headers[name] as string;
       res.setHeader(name, value);
