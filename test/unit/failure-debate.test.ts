@@ -116,6 +116,15 @@ describe('recordDecision', () => {
     expect(state.tasks.map((task) => task.key)).toEqual(['c', 'd', 'a', 'e']);
   });
 
+  it('the newest task again keeps the others in their order, within the cap', () => {
+    const state = sessionWith('a', 'b', 'c', 'd');
+    expect(recordDecision(state, seen('d'), T0 + 10, LIMITS).tasks.map((task) => task.key)).toEqual(['a', 'b', 'c', 'd']);
+    expect(recordDecision(state, seen('d'), T0 + 10, LIMITS).tasks.at(-1)?.seenAt).toBe(T0 + 10);
+    // A cap lowered by a reload applies at once.
+    expect(recordDecision(state, seen('d'), T0 + 10, { ...LIMITS, maxTasks: 2 }).tasks.map((task) => task.key)).toEqual(['c', 'd']);
+    expect(recordDecision(state, seen('c'), T0 + 10, { ...LIMITS, maxTasks: 2 }).tasks.map((task) => task.key)).toEqual(['d', 'c']);
+  });
+
   it('caps remembered decision ids', () => {
     let state = emptySession(T0);
     for (let i = 0; i < 20; i += 1) state = recordDecision(state, { ...seen('a'), decisionId: `id-${i}` }, T0 + i, LIMITS);
