@@ -4,6 +4,8 @@
  * by a mixed-radix counter, so no two requests of a run carry the same text (an exact-text cache anywhere
  * on the path cannot flatter the figures), and it alternates between a question (ANSWER-ish) and a request
  * to act (ACTION-ish). The rest of the body is serialised once; each body is prefix + JSON string + suffix.
+ * With tool rounds, an agent's tool calls and their results sit between the earlier exchange and the
+ * latest turn, as in a coding agent's conversation (about 590 bytes a round).
  */
 
 const CLIENT_SYSTEM_PROMPT = [
@@ -27,6 +29,20 @@ const HISTORY = [
 ];
 
 const MODEL = 'gpt-4o-mini';
+
+/** The i-th tool round of an agent's conversation: a call and its result. */
+function toolRound(i: number): object[] {
+  const id = `call_${String(i).padStart(4, '0')}`;
+  const file = `services/billing/src/jobs/export-${i % 7}.ts`;
+  return [
+    { role: 'assistant', content: null, tool_calls: [{ id, type: 'function', function: { name: 'read_file', arguments: JSON.stringify({ path: file, start: i * 40, lines: 40 }) } }] },
+    {
+      role: 'tool',
+      tool_call_id: id,
+      content: `${file} lines ${i * 40}-${i * 40 + 40}:\n  const batch = await queue.take(${i % 5 + 1}, { leaseMs: 30_000 });\n  for (const job of batch) {\n    await exportInvoices(job.accountId, { since: job.cursor, pageSize: 500 });\n    await queue.ack(job);\n  }\n  logger.info({ batch: batch.length }, 'export batch done');`,
+    },
+  ];
+}
 
 // ---------------------------------------------------------------------------------------------------
 // Parts of the latest turn. Each template is a list of slots; a slot is a list of alternatives.
@@ -111,25 +127,29 @@ export function latestTurn(i: number): string {
   return render(template, (n * STRIDE) % size);
 }
 
-function bodyParts(stream: boolean): [string, string] {
+function bodyParts(stream: boolean, toolRounds: number): [string, string] {
   const marker = '\u0000TURN\u0000';
+  const rounds = Array.from({ length: toolRounds }, (_, i) => toolRound(i)).flat();
   const json = JSON.stringify({
     model: MODEL,
     temperature: 0.2,
     max_tokens: 512,
     ...(stream ? { stream: true } : {}),
-    messages: [{ role: 'system', content: CLIENT_SYSTEM_PROMPT }, ...HISTORY, { role: 'user', content: marker }],
+    messages: [{ role: 'system', content: CLIENT_SYSTEM_PROMPT }, ...HISTORY, ...rounds, { role: 'user', content: marker }],
   });
   const quoted = JSON.stringify(marker);
   const at = json.indexOf(quoted);
   return [json.slice(0, at), json.slice(at + quoted.length)];
 }
 
-const PARTS = { plain: bodyParts(false), stream: bodyParts(true) };
+const parts = new Map<string, [string, string]>();
 
-/** The full JSON body around one latest turn. */
-export function chatBody(turn: string, stream = false): string {
-  const [prefix, suffix] = stream ? PARTS.stream : PARTS.plain;
+/** The full JSON body around one latest turn, after `toolRounds` rounds of an agent's tool calls. */
+export function chatBody(turn: string, stream = false, toolRounds = 0): string {
+  const key = `${stream} ${toolRounds}`;
+  let pair = parts.get(key);
+  if (pair === undefined) parts.set(key, (pair = bodyParts(stream, toolRounds)));
+  const [prefix, suffix] = pair;
   return prefix + JSON.stringify(turn) + suffix;
 }
 
@@ -137,7 +157,7 @@ export function chatBody(turn: string, stream = false): string {
 export class BodySource {
   private next = 0;
 
-  constructor(private readonly stream = false) {}
+  constructor(private readonly stream = false, private readonly toolRounds = 0) {}
 
   /** Bodies handed out so far. */
   get count(): number {
@@ -147,6 +167,6 @@ export class BodySource {
   body(): string {
     const turn = latestTurn(this.next % DISTINCT_TURNS);
     this.next += 1;
-    return chatBody(turn, this.stream);
+    return chatBody(turn, this.stream, this.toolRounds);
   }
 }

@@ -4,7 +4,7 @@
  * "targets" section; asserts nothing; bounded; stops by itself. Everything listens on 127.0.0.1.
  *
  *   node dist/bench/gateway.js [--quick] [--rounds N] [--duration S] [--connections N] [--rate N]
- *                              [--only a,c,...] [--aa a|c] [--sse N] [--no-sessions] [--cpu-prof] [--cpu-prof-dir DIR] [--keep-logs]
+ *                              [--only a,c,...] [--aa a|c] [--sse N] [--no-sessions] [--tool-rounds N] [--cpu-prof] [--cpu-prof-dir DIR] [--keep-logs]
  *
  *   --quick          smoke run: one round of 1 s runs (under a minute on a quiet machine)
  *   --rounds N       interleaved rounds (default 3); figures are medians over rounds with min–max
@@ -16,6 +16,8 @@
  *   --sse N          streamed requests per setup per round for the first-chunk times (default 40)
  *   --no-sessions    send no x-task-router-session header (by default requests name one of 64 sessions, so
  *                    task-router's session tracking is on the path, as for a client that uses debates)
+ *   --tool-rounds N  put N rounds of an agent's tool calls and results before the latest turn (about 590 bytes
+ *                    each: 50 make a coding agent's 30 KB conversation); default none
  *   --cpu-prof       start (c) with node --cpu-prof: a profile of its whole life, written when it exits
  *                    (all of (c)'s figures then carry the profiler's overhead)
  *   --keep-logs      keep the temporary folder with (c)'s and (d)'s decision and memory logs
@@ -95,6 +97,7 @@ const PROFILE = argv.includes('--cpu-prof');
 const PROFILE_DIR = resolve(option('--cpu-prof-dir') ?? os.tmpdir());
 const KEEP_LOGS = argv.includes('--keep-logs');
 const SESSION_HEADER = !argv.includes('--no-sessions');
+const TOOL_ROUNDS = positive('--tool-rounds', 0, true);
 const AA_OF = (option('--aa') ?? 'a') as Key;
 if (AA_OF !== 'a' && AA_OF !== 'c') usage(`--aa takes a or c, got "${AA_OF}"`);
 const ONLY = (option('--only') ?? ALL_KEYS.join(',')).split(',').map((key) => key.trim().toLowerCase()).filter(Boolean);
@@ -320,7 +323,7 @@ function headers(session: number): Record<string, string> {
   };
 }
 
-const SAME_BODY = chatBody(latestTurn(1));
+const SAME_BODY = chatBody(latestTurn(1), false, TOOL_ROUNDS);
 
 interface Sample {
   /** Latency of each 2xx response, ms. */
@@ -332,7 +335,7 @@ interface Sample {
 
 /** Load at saturation: autocannon, CONNECTIONS connections, for seconds. */
 function saturate(url: string, seconds: number, same: boolean, sample: Sample | null): Promise<autocannon.Result> {
-  const source = new BodySource();
+  const source = new BodySource(false, TOOL_ROUNDS);
   return new Promise((resolveRun, reject) => {
     const instance = autocannon(
       {
@@ -368,7 +371,7 @@ function saturate(url: string, seconds: number, same: boolean, sample: Sample | 
 async function paced(url: string, rate: number, seconds: number, sample: Sample): Promise<void> {
   const target = new URL(url);
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1024 });
-  const source = new BodySource();
+  const source = new BodySource(false, TOOL_ROUNDS);
   const total = Math.max(1, Math.round(rate * seconds));
   const interval = 1000 / rate;
   let inFlight = 0;
@@ -440,7 +443,7 @@ interface StreamResult {
 /** One streamed request: time to its first complete SSE data event, then read to the end. */
 function streamOnce(url: string, agent: http.Agent, index: number): Promise<StreamResult> {
   const target = new URL(url);
-  const body = chatBody(latestTurn(index), true);
+  const body = chatBody(latestTurn(index), true, TOOL_ROUNDS);
   return new Promise((resolveStream) => {
     const started = performance.now();
     let firstEventMs = Number.NaN;
@@ -615,8 +618,8 @@ async function main(): Promise<void> {
     console.log(`load generator (autocannon with ${CONNECTIONS} connections at saturation; an open-loop paced sender at fixed rate; sequential streamed requests) runs in this process and shares the ${cores} cores with the servers under test, the fake upstream and anything else running on the machine`);
     console.log(`fake upstream ${upstream.url} (its own process): JSON completion at once; stream: ${SSE_CHUNKS} SSE events ${SSE_GAP_MS} ms apart, the first at once`);
     for (const server of servers) console.log(`  ${server.label.padEnd(24)} pid ${String(server.proc.pid).padEnd(7)} ${server.url}  ${server.describe}`);
-    const plain = Array.from({ length: 2000 }, (_, i) => Buffer.byteLength(chatBody(latestTurn(i)))).sort((x, y) => x - y);
-    console.log(`bodies: OpenAI chat completion, client system prompt + user/assistant + latest user turn, ${plain[0]}..${plain.at(-1)} bytes (median ${plain[1000]}); the latest turn is new on every request `
+    const plain = Array.from({ length: 2000 }, (_, i) => Buffer.byteLength(chatBody(latestTurn(i), false, TOOL_ROUNDS))).sort((x, y) => x - y);
+    console.log(`bodies: OpenAI chat completion, client system prompt + user/assistant${TOOL_ROUNDS > 0 ? ` + ${TOOL_ROUNDS} rounds of tool calls and results (--tool-rounds)` : ''} + latest user turn, ${plain[0]}..${plain.at(-1)} bytes (median ${plain[1000]}); the latest turn is new on every request `
       + `(generated from parts, ${DISTINCT_TURNS.toLocaleString('en-US')} before the first repeat), questions and requests to act alternating; "same body" runs repeat one body (an agent loop resending its turn)`);
     console.log(`every request carries the same headers to every setup: content-type, authorization (a dummy key), x-portkey-provider, x-portkey-custom-host${SESSION_HEADER ? ', x-task-router-session (one of 64 sessions: task-router tracks them)' : '; no x-task-router-session (--no-sessions)'}`);
     console.log('server CPU = CPU time of the server process (all its threads, /proc/PID/task/*/schedstat) during the run / 2xx responses');
@@ -627,7 +630,7 @@ async function main(): Promise<void> {
     for (const server of servers) {
       for (const index of [0, 1]) {
         const turn = latestTurn(index);
-        const response = await post(server.url, chatBody(turn), index);
+        const response = await post(server.url, chatBody(turn, false, TOOL_ROUNDS), index);
         let content = '?';
         try {
           content = (JSON.parse(response.text) as { choices?: { message?: { content?: string } }[] }).choices?.[0]?.message?.content ?? response.text.slice(0, 120);
@@ -644,7 +647,7 @@ async function main(): Promise<void> {
       const counts = { question: new Map<string, number>(), request: new Map<string, number>() };
       const SAMPLE = 200;
       for (let i = 0; i < SAMPLE; i += 1) {
-        const response = await post(c.url, chatBody(latestTurn(i)), i);
+        const response = await post(c.url, chatBody(latestTurn(i), false, TOOL_ROUNDS), i);
         const map = i % 2 === 0 ? counts.question : counts.request;
         const mode = String(response.headers['x-task-router-mode'] ?? `status ${response.status}`);
         map.set(mode, (map.get(mode) ?? 0) + 1);
