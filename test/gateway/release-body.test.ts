@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import express, { type Request } from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createUpstreamProxy } from '../../gateway/proxy.js';
+import { createUpstreamProxy, type UpstreamProxy } from '../../gateway/proxy.js';
 import { jsonBody, loadPrompts, taskRouter } from '../../middleware/index.js';
 import { rawBodyOf } from '../../middleware/json-body.js';
 import { routingOf } from '../../middleware/task-router.js';
@@ -15,12 +15,13 @@ import { postJson } from './clients.js';
 
 let upstream: FakeUpstream;
 let server: Server;
+let proxy: UpstreamProxy;
 let url: string;
 const seen: Request[] = [];
 
 beforeAll(async () => {
   upstream = await startFakeUpstream(apiReply('ok'));
-  const proxy = createUpstreamProxy({ url: upstream.url, timeoutMs: 5000, maxSockets: 8 });
+  proxy = createUpstreamProxy({ url: upstream.url, timeoutMs: 5000, maxSockets: 8 });
   const app = express();
   app.use(jsonBody(1024 * 1024), taskRouter({ prompts: await loadPrompts() }), (req, _res, next) => {
     seen.push(req);
@@ -30,11 +31,11 @@ beforeAll(async () => {
     const listening = app.listen(0, '127.0.0.1', () => resolve(listening));
   });
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return () => proxy.close();
 });
 afterAll(async () => {
   server.closeAllConnections();
   await new Promise((resolve) => server.close(resolve));
+  proxy.close();
   await upstream.close();
 });
 
