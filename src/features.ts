@@ -146,34 +146,74 @@ export interface HashedFeatures {
   readonly hashes: number[];
 }
 
+/** The prefixes of features made of a prefix and a part, with their hashes. */
+const PREFIXES = ['step:', 'r:', 'c:', 'qc:', 'prose:', 'pasted:', 'x:', 'script:', 'f1:', 'f2:', 'k:', 'w:', 'p:', 'b:'] as const;
+type Prefix = (typeof PREFIXES)[number];
+const PREFIX_HASHES = Object.fromEntries(PREFIXES.map((prefix) => [prefix, fnv1a(prefix)])) as Record<Prefix, number>;
+
+/**
+ * The open-addressing table behind FeatureCollector, shared by every call: one message is collected at a
+ * time, and a table per message (allocated, then grown for most messages) cost more than the hashing.
+ * A slot holds index + 1 into the collector's `names`, and counts only while `stamps` holds the
+ * collector's generation, so nothing is cleared between messages.
+ */
+let slots = new Int32Array(1024);
+let stamps = new Int32Array(1024);
+let generation = 0;
+
 /**
  * A set of features keyed by their FNV-1a hash (an equal hash is checked against the name): the hash
- * each feature needs for its weight is computed once, where a Set hashed it once more for itself.
+ * each feature needs for its weight is computed once, where a Set hashed it once more for itself. A
+ * feature written as a prefix and a part continues the prefix's hash over the part, so the joined name
+ * is never read character by character.
  */
 class FeatureCollector implements HashedFeatures {
   readonly names: string[] = [];
   readonly hashes: number[] = [];
-  /** Open addressing: index + 1 into `names`, 0 for a free slot. */
-  private slots = new Int32Array(64);
+  private readonly generation: number;
+
+  constructor() {
+    generation = generation === 0x7fffffff ? 1 : generation + 1;
+    if (generation === 1) stamps.fill(0);
+    this.generation = generation;
+  }
 
   add(name: string): void {
-    const hash = fnv1a(name);
-    let mask = this.slots.length - 1;
+    this.insert(name, fnv1a(name));
+  }
+
+  /** Adds `prefix + part`; `prefixHash` is fnv1a(prefix). */
+  addJoined(prefix: string, prefixHash: number, part: string): void {
+    this.insert(prefix + part, fnv1a(part, prefixHash));
+  }
+
+  /** Adds `prefix + first + ' ' + second`; `prefixHash` is fnv1a(prefix). */
+  addPair(prefix: string, prefixHash: number, first: string, second: string): void {
+    this.insert(`${prefix}${first} ${second}`, fnv1a(second, fnv1a(' ', fnv1a(first, prefixHash))));
+  }
+
+  private insert(name: string, hash: number): void {
+    const mine = this.generation;
+    let mask = slots.length - 1;
     let slot = hash & mask;
-    for (let held = this.slots[slot] as number; held !== 0; held = this.slots[slot] as number) {
-      if (this.hashes[held - 1] === hash && this.names[held - 1] === name) return;
+    while (stamps[slot] === mine) {
+      const held = (slots[slot] as number) - 1;
+      if (this.hashes[held] === hash && this.names[held] === name) return;
       slot = (slot + 1) & mask;
     }
     this.names.push(name);
     this.hashes.push(hash);
-    this.slots[slot] = this.names.length;
-    if (this.names.length * 2 > this.slots.length) {
-      this.slots = new Int32Array(this.slots.length * 2);
-      mask = this.slots.length - 1;
+    slots[slot] = this.names.length;
+    stamps[slot] = mine;
+    if (this.names.length * 2 > slots.length) {
+      slots = new Int32Array(slots.length * 2);
+      stamps = new Int32Array(slots.length);
+      mask = slots.length - 1;
       this.hashes.forEach((one, at) => {
         let free = one & mask;
-        while (this.slots[free] !== 0) free = (free + 1) & mask;
-        this.slots[free] = at + 1;
+        while (stamps[free] === mine) free = (free + 1) & mask;
+        slots[free] = at + 1;
+        stamps[free] = mine;
       });
     }
   }
@@ -183,25 +223,26 @@ class FeatureCollector implements HashedFeatures {
 export function hashedFeaturesOf(text: string, evidence: RuleEvidence): HashedFeatures {
   const features = new FeatureCollector();
   const add = (feature: string) => features.add(feature);
+  const joined = (prefix: Prefix, part: string) => features.addJoined(prefix, PREFIX_HASHES[prefix], part);
 
-  add(`step:${evidence.step}`);
+  joined('step:', evidence.step);
   add(bucket(evidence.distinctTriggers, [0, 1, 2], 'triggers'));
   if (evidence.question) add('question');
   if (evidence.external) add('external');
   const { prose, fenced } = splitFences(text);
   for (const { rule, category, match } of evidence.matched) {
-    add(`r:${rule}`);
-    add(`c:${category}`);
-    if (evidence.question) add(`qc:${category}`);
+    joined('r:', rule);
+    joined('c:', category);
+    if (evidence.question) joined('qc:', category);
     // Evidence that exists only inside pasted code is the paste's, not the request's.
-    if (fenced > 0) add(prose.includes(match) ? `prose:${category}` : `pasted:${category}`);
+    if (fenced > 0) joined(prose.includes(match) ? 'prose:' : 'pasted:', category);
   }
-  for (const category of evidence.cancelled) add(`x:${category}`);
+  for (const category of evidence.cancelled) joined('x:', category);
 
   add(fenced === 0 ? 'fence:none' : fenced * 2 > text.length ? 'fence:most' : 'fence:some');
   add(bucket(lineCount(text), [1, 5], 'lines'));
   const scripts = SCRIPT_CHARACTER.test(text);
-  if (scripts) for (const [name, pattern] of SCRIPTS) if (pattern.test(text)) add(`script:${name}`);
+  if (scripts) for (const [name, pattern] of SCRIPTS) if (pattern.test(text)) joined('script:', name);
   if (text.endsWith('?')) add('ends:?');
 
   const tokens = tokensOf(prose);
@@ -209,8 +250,8 @@ export function hashedFeaturesOf(text: string, evidence: RuleEvidence): HashedFe
   add(bucket(words.length, [2, 5, 12, 30, 80], 'len'));
   const [first, second] = words;
   if (first !== undefined) {
-    add(`f1:${first}`);
-    if (second !== undefined) add(`f2:${first} ${second}`);
+    joined('f1:', first);
+    if (second !== undefined) features.addPair('f2:', PREFIX_HASHES['f2:'], first, second);
   }
   let previous: string | undefined;
   for (const token of tokens) {
@@ -218,15 +259,15 @@ export function hashedFeaturesOf(text: string, evidence: RuleEvidence): HashedFe
       // No spaces between words: characters and character pairs stand in for words.
       const chars = Array.from(token);
       chars.forEach((char, at) => {
-        add(`k:${char}`);
+        joined('k:', char);
         const next = chars[at + 1];
-        if (next !== undefined) add(`k:${char}${next}`);
+        if (next !== undefined) joined('k:', char + next);
       });
     } else {
-      add(`w:${token}`);
-      if (token.length > PREFIX_LETTERS + 1) add(`p:${token.slice(0, PREFIX_LETTERS)}`);
+      joined('w:', token);
+      if (token.length > PREFIX_LETTERS + 1) joined('p:', token.slice(0, PREFIX_LETTERS));
     }
-    if (previous !== undefined) add(`b:${previous} ${token}`);
+    if (previous !== undefined) features.addPair('b:', PREFIX_HASHES['b:'], previous, token);
     previous = token;
   }
   return features;

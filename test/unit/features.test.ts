@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { tokensOf } from '../../src/features.js';
+import { hashedFeaturesOf, tokensOf, type RuleEvidence } from '../../src/features.js';
+import { fnv1a } from '../../src/scorer.js';
 
 /** The wording features' tokens as the regex defines them, with the same head and tail. */
 const TOKEN = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}]+|[\p{L}\p{N}_]+(?:'\p{L}+)?|[?:!$`>#@/.=|~-]/gu;
@@ -23,5 +24,36 @@ describe('tokensOf', () => {
 
   it('reads other scripts with the regex', () => {
     for (const prose of ['日本語のテキスト and english', "l'été dernier", 'привет мир', 'naïve café']) expect(tokensOf(prose)).toEqual(regexTokens(prose));
+  });
+});
+
+describe('hashedFeaturesOf', () => {
+  const evidence: RuleEvidence = {
+    matched: [{ rule: 'operation.fix', category: 'operation', match: 'fix' }],
+    cancelled: [],
+    step: 'triggers',
+    question: false,
+    external: false,
+    distinctTriggers: 1,
+  };
+  const word = fc.stringMatching(/^[a-z]{1,9}$/);
+
+  it('lists each feature once, with its own hash, the same whatever came before', () => {
+    // The collector's table is shared between calls and grows with a long message: what one message
+    // leaves in it must never show in the next.
+    fc.assert(
+      fc.property(fc.array(fc.array(word, { maxLength: 600 }), { minLength: 2, maxLength: 4 }), (messages) => {
+        const texts = messages.map((words) => words.join(' '));
+        const first = texts.map((text) => hashedFeaturesOf(text, evidence));
+        const again = [...texts].reverse().map((text) => hashedFeaturesOf(text, evidence)).reverse();
+        first.forEach(({ names, hashes }, index) => {
+          expect(new Set(names).size).toBe(names.length);
+          expect(hashes).toEqual(names.map((name) => fnv1a(name)));
+          expect(names).toEqual(again[index]?.names);
+          for (const token of tokensOf(texts[index] as string)) if (token !== '…') expect(names).toContain(`w:${token}`);
+        });
+      }),
+      { numRuns: 200 },
+    );
   });
 });
