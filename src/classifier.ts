@@ -6,7 +6,7 @@ import defaultRuleSet from '../config/rules.json' with { type: 'json' };
 import defaultScorer from '../config/scorer.json' with { type: 'json' };
 import defaultContextModel from '../config/context.json' with { type: 'json' };
 import { classifyText, readRules, scorerFeatures } from './classify.js';
-import { classifyInContext, type Turns } from './context.js';
+import { classifyInContext, offerIn, offerTail, type ContextCues, type Turns } from './context.js';
 import type { Decision } from './decision.js';
 import type { EngineName, RegexEngine } from './engines/engine.js';
 import { re2jsEngine } from './engines/re2js.js';
@@ -97,9 +97,19 @@ export function createClassifier(options: ClassifierOptions = {}): Classifier {
   };
   const cues = compiled.context;
   const contextModel: Scorer | null = options.context === null || cues === null ? null : createScorer(options.context ?? defaultContextModel);
+  // An agent loop resends the assistant turn before its latest human turn on every round trip.
+  const offers = createTextCache<string | null>(cacheEntries, CACHE_TEXT_LENGTH);
+  const offerOf = (assistant: string): string | null => {
+    const tail = offerTail(assistant);
+    const known = offers.get(tail);
+    if (known !== undefined) return known;
+    const offer = offerIn(tail, cues as ContextCues);
+    offers.set(tail, offer);
+    return offer;
+  };
   return {
     classify,
-    classifyTurns: (turns) => (contextModel === null || cues === null ? classify(turns.latest) : classifyInContext(turns, cues, contextModel, classify, features)),
+    classifyTurns: (turns) => (contextModel === null || cues === null ? classify(turns.latest) : classifyInContext(turns, cues, contextModel, classify, features, offerOf)),
     features,
     ruleIds: compiled.rules.map((rule) => rule.id),
     engine: engine.name,

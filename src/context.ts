@@ -9,7 +9,7 @@ import { z } from 'zod';
 import type { Decision } from './decision.js';
 import { escapeRegex } from './escape-regex.js';
 import { cleanText } from './normalize.js';
-import type { Scorer } from './scorer.js';
+import { fnv1a, type Scorer } from './scorer.js';
 
 /** The turns of a conversation that context reads. */
 export interface Turns {
@@ -80,13 +80,17 @@ export function lastOccurrences(text: string, phrases: readonly string[]): numbe
   return last;
 }
 
+/** The part of an assistant turn an offer is looked for in: an offer closes the turn, so a long answer (code, a document) is read at its end only. */
+export function offerTail(assistant: string): string {
+  return assistant.length > OFFER_TAIL ? assistant.slice(-OFFER_TAIL) : assistant;
+}
+
 /**
  * The assistant's last offer to act, as a request: "Want me to run the migration now?" → "run the
  * migration now". Null when the turn offers nothing.
  */
 export function offerIn(assistant: string, cues: ContextCues): string | null {
-  // An offer closes the turn: a long answer (code, a document) is read at its end only.
-  const text = cleanText(assistant.length > OFFER_TAIL ? assistant.slice(-OFFER_TAIL) : assistant);
+  const text = cleanText(offerTail(assistant));
   let best = -1;
   let found: string | null = null;
   const last = lastOccurrences(text, cues.offers);
@@ -123,8 +127,20 @@ interface LatestShape {
 
 function shapeOf(latest: string, cues: ContextCues): LatestShape {
   const text = clean(latest);
-  const words = text.split(' ').filter(Boolean).length;
+  const words = wordCount(text);
   return { words, kind: kindOf(text, words, cues) };
+}
+
+/** Pieces of `text` between single spaces, empty ones left out: what `split(' ').filter(Boolean)` counts, without the array. */
+function wordCount(text: string): number {
+  let words = 0;
+  let inWord = false;
+  for (let at = 0; at < text.length; at += 1) {
+    const space = text.charCodeAt(at) === 32;
+    if (!space && !inWord) words += 1;
+    inWord = !space;
+  }
+  return words;
 }
 
 function kindOf(text: string, words: number, cues: ContextCues): 'decline' | 'follow' | null {
@@ -144,9 +160,12 @@ export interface ContextReading {
   readonly offer: Decision | null;
 }
 
-/** Reads the turns: the latest on its own, the previous human turn, and the assistant's offer as a request. */
-export function readContext(turns: Turns, cues: ContextCues, classify: (text: string) => Decision): ContextReading {
-  const offer = turns.assistant === null ? null : offerIn(turns.assistant, cues);
+/**
+ * Reads the turns: the latest on its own, the previous human turn, and the assistant's offer as a
+ * request. `offerOf` finds the offer in an assistant turn (offerIn, or a cache in front of it).
+ */
+export function readContext(turns: Turns, cues: ContextCues, classify: (text: string) => Decision, offerOf = (assistant: string) => offerIn(assistant, cues)): ContextReading {
+  const offer = turns.assistant === null ? null : offerOf(turns.assistant);
   return {
     own: classify(turns.latest),
     previous: turns.previous === null ? null : classify(turns.previous),
@@ -163,7 +182,7 @@ const tenth = (score: number): number => Math.min(9, Math.floor(score * 10));
  * act, "make it shorter" after a poem).
  */
 export function contextFeatures(turns: Turns, reading: ContextReading, cues: ContextCues, latestFeatures: readonly string[]): string[] {
-  return featuresInContext(turns, reading, shapeOf(turns.latest, cues), latestFeatures);
+  return featuresInContext(turns, reading, shapeOf(turns.latest, cues), latestFeatures).names;
 }
 
 /** Whether `text` has more than `lines` lines, read no further than it takes to tell. */
@@ -176,11 +195,18 @@ function moreLinesThan(text: string, lines: number): boolean {
   return true;
 }
 
-function featuresInContext(turns: Turns, reading: ContextReading, shape: LatestShape, latestFeatures: readonly string[]): string[] {
+const WORDING_HASH = fnv1a('t:');
+
+/**
+ * The context model's features with their hashes. The latest turn's wording comes twice, alone and with
+ * the route it continues: each hash continues from the wording feature's, so the joined names are
+ * never read character by character (they are made, for the few an explanation shows).
+ */
+function featuresInContext(turns: Turns, reading: ContextReading, shape: LatestShape, latestFeatures: readonly string[]): { names: string[]; hashes: number[] } {
   const { own, previous, offer } = reading;
   const continued = offer?.mode ?? previous?.mode ?? 'none';
   const { words } = shape;
-  const features = [
+  const names = [
     `own:${tenth(own.score)}`,
     `own-step:${own.step}`,
     `previous:${previous?.mode ?? 'none'}`,
@@ -191,15 +217,19 @@ function featuresInContext(turns: Turns, reading: ContextReading, shape: LatestS
   ];
   if (turns.assistant !== null) {
     const assistant = turns.assistant.trim();
-    if (assistant.endsWith('?')) features.push('assistant:asks');
-    if (assistant.includes('```') || moreLinesThan(assistant, 3)) features.push('assistant:content');
+    if (assistant.endsWith('?')) names.push('assistant:asks');
+    if (assistant.includes('```') || moreLinesThan(assistant, 3)) names.push('assistant:content');
   }
+  const hashes = names.map((name) => fnv1a(name));
+  const withRoute = `|${continued}`;
   for (const feature of latestFeatures) {
     if (feature.startsWith('f1:') || feature.startsWith('f2:') || feature.startsWith('w:') || feature.startsWith('k:')) {
-      features.push(`t:${feature}`, `t:${feature}|${continued}`);
+      const hash = fnv1a(feature, WORDING_HASH);
+      names.push(`t:${feature}`, `t:${feature}${withRoute}`);
+      hashes.push(hash, fnv1a(withRoute, hash));
     }
   }
-  return features;
+  return { names, hashes };
 }
 
 /**
@@ -209,13 +239,14 @@ function featuresInContext(turns: Turns, reading: ContextReading, shape: LatestS
  * it followed: the assistant's offer, the previous human turn, or `decline` for an ANSWER that turns
  * down what came before.
  */
-export function classifyInContext(turns: Turns, cues: ContextCues, model: Scorer, classify: (text: string) => Decision, featuresOf: (text: string) => string[]): Decision {
+export function classifyInContext(turns: Turns, cues: ContextCues, model: Scorer, classify: (text: string) => Decision, featuresOf: (text: string) => string[], offerOf?: (assistant: string) => string | null): Decision {
   if (turns.previous === null && turns.assistant === null) return classify(turns.latest);
-  const reading = readContext(turns, cues, classify);
+  const reading = readContext(turns, cues, classify, offerOf);
   const { own, previous, offer } = reading;
   if (own.trivial) return own;
   const shape = shapeOf(turns.latest, cues);
-  const { score, top } = model.score(featuresInContext(turns, reading, shape, featuresOf(turns.latest)));
+  const features = featuresInContext(turns, reading, shape, featuresOf(turns.latest));
+  const { score, top } = model.score(features.names, features.hashes);
   const mode = score >= model.threshold ? 'ACTION' : 'ANSWER';
   const scored = { score, unsure: score > model.band[0] && score < model.band[1], scorer: model.id, features: [...top] };
   const { kind } = shape;

@@ -59,6 +59,23 @@ describe('the classifier remembers decisions by text', () => {
     expect(texts[3]!.length).toBeGreaterThan(CACHE_TEXT_LENGTH);
   });
 
+  it('routes a conversation resent round after round as the first time, and as a classifier without a cache', () => {
+    // The assistant's offer is remembered by the end of its turn: a long turn and a short one with the same end read the same offer.
+    const offer = 'Want me to roll the billing service back to yesterday?';
+    const assistants = [offer, `${'const x = 1;\n'.repeat(400)}${offer}`, `Nothing to do. ${offer.replace('Want me to', 'I could')}`, 'Here is the answer.'];
+    const cached = createClassifier();
+    const uncached = createClassifier({ cacheEntries: 0 });
+    for (let round = 0; round < 3; round += 1) {
+      for (const assistant of assistants) {
+        for (const latest of ['yes please', 'no thanks', 'why?']) {
+          const turns = { latest, previous: 'the billing service is failing', assistant };
+          expect(cached.classifyTurns(turns)).toEqual(uncached.classifyTurns(turns));
+        }
+      }
+    }
+    expect(assistants[1]!.length).toBeGreaterThan(CACHE_TEXT_LENGTH);
+  });
+
   it('times each call on its own: a remembered decision carries this call\'s micros', () => {
     let clock = 0;
     const classifier = createClassifier({ now: () => (clock += 1) });
