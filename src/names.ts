@@ -1,4 +1,6 @@
-const DOTTED_RUN = /[a-z0-9_]+(?:\.[a-z0-9_]+)+\.*/g;
+// A run can only start where a word does: without the look-behind the scan retried it from every letter
+// of every word, backtracking through the rest of the word each time.
+const DOTTED_RUN = /(?<![a-z0-9_])[a-z0-9_]+(?:\.[a-z0-9_]+)+\.*/g;
 const WORD_CHAR = /[\p{L}\p{N}_]/u;
 const PART_OF_PATH = /[./\\@-]/;
 

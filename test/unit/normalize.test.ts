@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createClassifier, defaultRuleSet, normalizeText } from '../../src/index.js';
+import { maskProductNames } from '../../src/names.js';
 import { cleanText, foldLookalikes } from '../../src/normalize.js';
 
 /** The shipped look-alike table, as the classifier uses it. */
@@ -339,5 +340,33 @@ describe('foldLookalikes, looking only at words that can change', () => {
       }),
       { numRuns: 3000 },
     );
+  });
+});
+
+describe('maskProductNames', () => {
+  const names = new Set(['node.js', 'socket.io', 'a.b']);
+  /** The same masking with the run found by a scan that starts at every character. */
+  function everyStart(text: string): string {
+    return text.replace(/[a-z0-9_]+(?:\.[a-z0-9_]+)+\.*/g, (run: string, at: number) => {
+      const name = run.replace(/\.+$/, '');
+      if (!names.has(name)) return run;
+      const before = text.charAt(at - 1);
+      const after = text.charAt(at + run.length);
+      if (/[./\\@-]/.test(before) || /[\p{L}\p{N}_]/u.test(before) || /[\p{L}\p{N}_]/u.test(after) || after === '/' || after === '-') return run;
+      return name.replaceAll('.', ' ') + run.slice(name.length);
+    });
+  }
+
+  it('masks a name standing alone, not one inside a path or a longer name', () => {
+    expect(maskProductNames('i use node.js. and socket.io', names)).toBe('i use node js. and socket io');
+    expect(maskProductNames('open src/node.js and node.json', names)).toBe('open src/node.js and node.json');
+  });
+
+  it('finds the runs a scan from every character finds', () => {
+    const piece = fc.constantFrom('a', 'b', '.', '_', '1', ' ', '/', '-', 'node', 'js', 'é');
+    fc.assert(fc.property(fc.array(piece, { maxLength: 30 }), (pieces) => {
+      const text = pieces.join('');
+      expect(maskProductNames(text, names)).toBe(everyStart(text));
+    }), { numRuns: 3000 });
   });
 });
