@@ -8,7 +8,7 @@
  */
 import {
   ALT, ALT_MATCH, ASCII, BEGIN_LINE, BEGIN_TEXT, CAPTURE, EMPTY_WIDTH, END_LINE, END_TEXT, FAIL, isWordChar, MATCH, NO_WORD_BOUNDARY, NOP, WORD_BOUNDARY,
-  type Program, type ProgramInst,
+  type Program,
 } from './re2-program.js';
 
 /** re2js's `emptyOpContext` at `at` in `text`. */
@@ -38,8 +38,14 @@ const RESTORE = 1;
 
 /** `takes`: for each consuming instruction, the ASCII characters it takes (see asciiTakes). */
 export function buildCaptureFinder(program: Program, groups: number, takes: readonly (Uint8Array | null)[]): CaptureFinder {
-  const insts = program.inst;
-  const size = insts.length;
+  // The program in flat typed arrays, and each distinct set of characters taken once: a step reads a
+  // few numbers that sit together, where re2js's instruction objects and a mask per instruction were
+  // pointers to follow into memory spread over the whole heap.
+  const size = program.inst.length;
+  const ops = Int32Array.from(program.inst, (inst) => inst.op);
+  const outs = Int32Array.from(program.inst, (inst) => inst.out);
+  const args = Int32Array.from(program.inst, (inst) => inst.arg);
+  const { rowOf, rows } = distinctRows(takes);
   const slots = 2 * (groups + 1);
   const caps = new Int32Array(slots);
 
@@ -65,22 +71,22 @@ export function buildCaptureFinder(program: Program, groups: number, takes: read
         // Follow one thread, leaving its lower-priority alternatives on the stack, until it fails.
         for (;;) {
           if (!visited(pc * span + (pos - start))) break;
-          const inst = insts[pc] as ProgramInst;
-          const op = inst.op;
+          const op = ops[pc] as number;
           if (op === ALT || op === ALT_MATCH) {
-            depth = pushJob(depth, TRY, inst.arg, pos);
-            pc = inst.out;
+            depth = pushJob(depth, TRY, args[pc] as number, pos);
+            pc = outs[pc] as number;
           } else if (op === CAPTURE) {
-            if (inst.arg < slots) {
-              depth = pushJob(depth, RESTORE, inst.arg, caps[inst.arg] as number);
-              caps[inst.arg] = pos;
+            const slot = args[pc] as number;
+            if (slot < slots) {
+              depth = pushJob(depth, RESTORE, slot, caps[slot] as number);
+              caps[slot] = pos;
             }
-            pc = inst.out;
+            pc = outs[pc] as number;
           } else if (op === NOP) {
-            pc = inst.out;
+            pc = outs[pc] as number;
           } else if (op === EMPTY_WIDTH) {
-            if ((inst.arg & ~contextAt(text, pos)) !== 0) break;
-            pc = inst.out;
+            if (((args[pc] as number) & ~contextAt(text, pos)) !== 0) break;
+            pc = outs[pc] as number;
           } else if (op === MATCH) {
             caps[1] = pos;
             return caps.slice();
@@ -89,15 +95,35 @@ export function buildCaptureFinder(program: Program, groups: number, takes: read
           } else {
             if (pos >= text.length) break;
             const code = text.charCodeAt(pos);
-            if (code >= ASCII || (takes[pc] as Uint8Array)[code] !== 1) break;
+            if (code >= ASCII || rows[(rowOf[pc] as number) * ASCII + code] !== 1) break;
             pos += 1;
-            pc = inst.out;
+            pc = outs[pc] as number;
           }
         }
       }
       return null;
     },
   };
+}
+
+/** The masks of `takes` with each distinct one kept once: `rows` holds row r at r × ASCII, `rowOf` each instruction's row (-1: consumes nothing). */
+function distinctRows(takes: readonly (Uint8Array | null)[]): { rowOf: Int32Array; rows: Uint8Array } {
+  const ids = new Map<string, number>();
+  const kept: Uint8Array[] = [];
+  const rowOf = Int32Array.from(takes, (mask) => {
+    if (mask === null) return -1;
+    const key = mask.join('');
+    let id = ids.get(key);
+    if (id === undefined) {
+      id = kept.length;
+      ids.set(key, id);
+      kept.push(mask);
+    }
+    return id;
+  });
+  const rows = new Uint8Array(kept.length * ASCII);
+  kept.forEach((mask, id) => rows.set(mask, id * ASCII));
+  return { rowOf, rows };
 }
 
 /** The backtracking stack, shared by every finder: a search runs to its end before another starts. */
