@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { lastOccurrences } from '../../src/context.js';
+import { scorerDigest, sigmoid, slotOf } from '../../src/scorer.js';
 import { createClassifier, createScorer, DecisionSchema, defaultScorer, offerIn, trainScorer, turnsOf, defaultRuleSet, compileRuleSet, ENGINES, type ScorerData } from '../../src/index.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -49,6 +50,35 @@ describe('scorer weights are validated at load', () => {
 
   it('the trivial fast path is never overturned', () => {
     for (const text of ['pwd', 'whoami', 'date', 'echo hello']) expect(classifier.classify(text)).toMatchObject({ trivial: true, step: 'fast_path', mode: 'ACTION' });
+  });
+});
+
+describe('a weight table read dense or sparse', () => {
+  /** Scorer data of 2^bits slots with `weights` set (slot → stored weight); scale 100, calibration a = 1, b = 0. */
+  function data(bits: number, weights: ReadonlyMap<number, number>): ScorerData {
+    const bytes = Buffer.alloc(2 << bits);
+    for (const [slot, weight] of weights) bytes.writeInt16LE(weight, slot * 2);
+    const rest = { version: 1 as const, bits, bias: 0.25, scale: 100, weights: bytes.toString('base64'), calibration: { a: 1, b: 0 }, threshold: 0.5, band: [0.4, 0.6] as [number, number], trainedOn: { lines: 0, digest: '' } };
+    return { ...rest, id: scorerDigest(rest) };
+  }
+  const features = Array.from({ length: 400 }, (_, index) => `w:word${index}`);
+  /** The score as the weights say, one slot at a time. */
+  const expected = (bits: number, weights: ReadonlyMap<number, number>, list: readonly string[]) =>
+    sigmoid(0.25 + list.reduce((sum, feature) => sum + (weights.get(slotOf(feature, bits)) ?? 0) / 100, 0));
+
+  it.each([
+    ['few weights set (sparse: their slots collide in its smaller table)', 16, 7],
+    ['most weights set (dense)', 9, 1],
+  ])('%s: every feature reads its own slot\'s weight', (_name, bits, every) => {
+    const weights = new Map<number, number>();
+    features.forEach((feature, index) => {
+      if (index % every === 0) weights.set(slotOf(feature, bits), ((index * 37) % 200) - 100 || 1);
+    });
+    const scorer = createScorer(data(bits, weights));
+    for (let from = 0; from < features.length; from += 40) {
+      const list = features.slice(from, from + 40);
+      expect(scorer.score(list).score).toBeCloseTo(expected(bits, weights, list), 12);
+    }
   });
 });
 
