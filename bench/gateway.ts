@@ -43,6 +43,7 @@ import os from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
+import { createClassifier } from '../src/index.js';
 import { BodySource, chatBody, DISTINCT_TURNS, latestTurn } from './bodies.js';
 import { CHAT_PATH, SSE_CHUNKS, type UpstreamStats } from './upstream.js';
 import { alive, lastOutput, spawnReady, terminate, track, type Spawned } from './children.js';
@@ -122,6 +123,8 @@ const TARGET = {
   throughputVsParse: 0.9,
   p99AddedMs: 1,
   firstChunkAddedMs: 0.3,
+  /** Classifying the latest turn inside (c), against the same kind of turn in a loop (medians). */
+  classifyVsLoop: 2,
 };
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -148,6 +151,43 @@ function median(values: readonly number[]): number {
 }
 
 const finite = (values: readonly number[]) => values.filter(Number.isFinite);
+
+// ---------------------------------------------------------------------------------------------------
+// Classification inside the gateway against a loop
+
+/**
+ * The classification times (µs) in a decision log of texts met for the first time: a text seen again may
+ * be answered from the classifier's cache, and the same-body runs repeat one text.
+ */
+async function freshClassifyMicros(dir: string): Promise<number[]> {
+  if (!existsSync(dir)) return [];
+  const seen = new Set<string>();
+  const micros: number[] = [];
+  for (const file of await readdir(dir)) {
+    for (const line of (await readFile(join(dir, file), 'utf8')).split('\n')) {
+      if (line === '') continue;
+      const record = JSON.parse(line) as { textSha256?: string; micros?: number | null };
+      if (typeof record.micros !== 'number' || record.textSha256 === undefined || seen.has(record.textSha256)) continue;
+      seen.add(record.textSha256);
+      micros.push(record.micros);
+    }
+  }
+  return micros.sort((x, y) => x - y);
+}
+
+const LOOP_WARMUP = 5000;
+const LOOP_CALLS = 20_000;
+
+/** The same measure (a decision's micros) for the benchmark's latest turns classified one after another by a classifier built as the gateway builds it. */
+function loopClassifyMicros(): number[] {
+  const classifier = createClassifier({ now: () => performance.now() });
+  const micros: number[] = [];
+  for (let i = 0; i < LOOP_WARMUP + LOOP_CALLS; i += 1) {
+    const decision = classifier.classify(latestTurn((DISTINCT_TURNS - 1 - i) % DISTINCT_TURNS));
+    if (i >= LOOP_WARMUP && decision.micros !== undefined) micros.push(decision.micros);
+  }
+  return micros;
+}
 const fixed = (value: number, digits: number) => (Number.isFinite(value) ? value.toFixed(digits) : 'n/a');
 const signed = (value: number, digits: number) => (Number.isFinite(value) ? `${value >= 0 ? '+' : ''}${value.toFixed(digits)}` : 'n/a');
 
@@ -869,6 +909,7 @@ async function main(): Promise<void> {
 
     await stopAll();
     stopped = true;
+    let inGateway: number[] = [];
     for (const server of servers) {
       if (!server.logDir) continue;
       const metrics = scrape.get(server.key) ?? '';
@@ -890,6 +931,15 @@ async function main(): Promise<void> {
       const memory = await count('memory');
       console.log(`  ${server.label.padEnd(24)} /metrics: task_router_decisions_total ${sum('task_router_decisions_total')}, task_router_log_dropped_total ${sum('task_router_log_dropped_total')}; `
         + `decision log ${decisions.lines} lines (${fixed(decisions.bytes / 1048576, 1)} MiB), memory log ${memory.lines} lines (${fixed(memory.bytes / 1048576, 1)} MiB), after its shutdown`);
+      if (server.key === 'c') inGateway = await freshClassifyMicros(join(server.logDir, 'decisions'));
+    }
+    if (inGateway.length > 0) {
+      const inside = median(inGateway);
+      const loop = loopClassifyMicros();
+      const ratio = inside / median(loop);
+      console.log('');
+      console.log(`classification of the latest turn: inside (c) median ${fixed(inside, 1)} µs (p90 ${fixed(quantile(inGateway, 0.9), 1)}) over ${inGateway.length} texts classified for the first time (the decision records' micros); `
+        + `the same kind of turn in a loop in this process, after the servers stopped: median ${fixed(median(loop), 1)} µs over ${loop.length}; x${fixed(ratio, 2)} (target <= x${TARGET.classifyVsLoop}: ${verdict(ratio <= TARGET.classifyVsLoop)})`);
     }
     if (PROFILE) {
       const profiles = (await readdir(PROFILE_DIR).catch(() => [] as string[])).filter((file) => file.endsWith('.cpuprofile') && file.includes(String(byKey.get('c')?.proc.pid)));

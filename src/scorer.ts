@@ -119,6 +119,9 @@ function sparseWeight(pairs: Int32Array, slot: number): number {
   }
 }
 
+/** The stored weights of the features being scored, shared by every scorer: one message is scored at a time. */
+let stored = new Int32Array(256);
+
 /** How many features an explanation lists. */
 const TOP_FEATURES = 5;
 
@@ -152,16 +155,24 @@ export function createScorer(input: unknown): Scorer {
     score(features, hashes) {
       let margin = data.bias;
       const mask = (1 << data.bits) - 1;
+      const count = features.length;
+      if (stored.length < count) stored = new Int32Array(2 * count);
+      // The weights are read first, in a loop that nothing in it waits on: the reads of a message's
+      // features, each likely a cache miss between the requests of a gateway, are then in flight
+      // together instead of one after the other behind the branches below.
+      for (let index = 0; index < count; index += 1) {
+        const hash = hashes?.[index];
+        const slot = hash === undefined ? slotOf(features[index] as string, data.bits) : hash & mask;
+        stored[index] = sparse === null ? ((dense as Int16Array)[slot] as number) : sparseWeight(sparse, slot);
+      }
       // The strongest pulls, kept sorted by size as they come: a handful of comparisons per feature,
       // no sort; a new pull goes after those of the same size. Plain arrays, no object per candidate.
       let kept = 0;
-      for (let index = 0; index < features.length; index += 1) {
+      for (let index = 0; index < count; index += 1) {
+        const weightStored = stored[index] as number;
+        if (weightStored === 0) continue;
         const feature = features[index] as string;
-        const hash = hashes?.[index];
-        const slot = hash === undefined ? slotOf(feature, data.bits) : hash & mask;
-        const stored = sparse === null ? ((dense as Int16Array)[slot] as number) : sparseWeight(sparse, slot);
-        if (stored === 0) continue;
-        const weight = stored / scale;
+        const weight = weightStored / scale;
         margin += weight;
         const size = Math.abs(weight);
         if (kept === TOP_FEATURES && size <= (topSizes[TOP_FEATURES - 1] as number)) continue;
