@@ -30,7 +30,8 @@ const EDGE = 3;
 
 /** Cached states per direction before the cache is emptied: bounds memory, not time. */
 const MAX_STATES = 2048;
-const UNKNOWN = -1;
+/** An entry not computed yet: no state's entry reads so, as state numbers stay far below 2^14. */
+const UNKNOWN = 0xffff;
 /** Stands for "any character" where a closure only asks whether a thread could read one. */
 const ANY_COLUMN = -1;
 
@@ -54,8 +55,10 @@ interface Moved {
 /**
  * A DFA for one direction: states are sets of instructions plus the kind of the character last read,
  * a transition reads one character class (or the text's edge, the last column) and may report a hit.
- * A state is named by its row's offset in `table`, so a step is one read: the entry is the next row
- * shifted left by two, with bit 0 set on a hit and bit 1 when the next state can never hit.
+ * A step is one read of `table` at the state's row offset plus the column: the entry is the next state's
+ * number shifted left by two, with bit 0 set on a hit and bit 1 when the next state can never hit. 16
+ * bits an entry: the tables of all the rules' automata are read once per character, and at half the
+ * bytes more of them are still in cache when the next message comes.
  */
 class Automaton {
   private readonly ids = new Map<string, number>();
@@ -64,7 +67,7 @@ class Automaton {
   /** Per state: 2 when no match can come from it any more, else 0. */
   private dead: number[] = [];
   /** Row offset + column → entry, or UNKNOWN. Replaced when it grows: read it again after `compute`. */
-  table: Int32Array;
+  table: Uint16Array;
 
   constructor(
     private readonly columns: number,
@@ -72,7 +75,7 @@ class Automaton {
     private readonly initial: Int32Array,
     private readonly hopeless: (set: Int32Array, kind: number) => boolean,
   ) {
-    this.table = new Int32Array(64 * columns).fill(UNKNOWN);
+    this.table = new Uint16Array(64 * columns).fill(UNKNOWN);
     this.intern(initial, EDGE);
   }
 
@@ -99,7 +102,7 @@ class Automaton {
       from = this.intern(set, kind);
       target = this.intern(moved.set, moved.kind);
     }
-    const entry = ((target * this.columns) << 2) | (this.dead[target] as number) | (moved.hit ? 1 : 0);
+    const entry = (target << 2) | (this.dead[target] as number) | (moved.hit ? 1 : 0);
     this.table[from * this.columns + column] = entry;
     return entry;
   }
@@ -114,7 +117,7 @@ class Automaton {
     this.kinds.push(kind);
     this.dead.push(this.hopeless(set, kind) ? 2 : 0);
     if ((id + 1) * this.columns > this.table.length) {
-      const grown = new Int32Array(this.table.length * 2).fill(UNKNOWN);
+      const grown = new Uint16Array(this.table.length * 2).fill(UNKNOWN);
       grown.set(this.table);
       this.table = grown;
     }
@@ -284,7 +287,7 @@ export function buildAsciiDfa(program: Program, takes: readonly (Uint8Array | nu
           table = forward.table;
         }
         if ((entry & 3) !== 0) return (entry & 1) === 1;
-        row = entry >> 2;
+        row = (entry >> 2) * columns;
       }
       const last = table[row + edgeColumn] as number;
       return ((last === UNKNOWN ? forward.compute(row, edgeColumn) : last) & 1) === 1;
@@ -302,7 +305,7 @@ export function buildAsciiDfa(program: Program, takes: readonly (Uint8Array | nu
           table = backward.table;
         }
         if ((entry & 1) === 1) first = at;
-        row = entry >> 2;
+        row = (entry >> 2) * columns;
       }
       const last = table[row + edgeColumn] as number;
       return ((last === UNKNOWN ? backward.compute(row, edgeColumn) : last) & 1) === 1 ? 0 : first;
