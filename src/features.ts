@@ -152,13 +152,15 @@ type Prefix = (typeof PREFIXES)[number];
 const PREFIX_HASHES = Object.fromEntries(PREFIXES.map((prefix) => [prefix, fnv1a(prefix)])) as Record<Prefix, number>;
 
 /**
- * The open-addressing table behind FeatureCollector, shared by every call: one message is collected at a
- * time, and a table per message (allocated, then grown for most messages) cost more than the hashing.
- * A slot holds index + 1 into the collector's `names`, and counts only while `stamps` holds the
- * collector's generation, so nothing is cleared between messages.
+ * The open-addressing tables behind FeatureCollector, shared by every call (one message is collected at
+ * a time), smallest first: a message starts in the first and moves up a size when it fills half of one.
+ * Slot i is the pair [generation, index + 1 into the collector's names] at 2i, and counts only while it
+ * holds the collector's generation, so nothing is cleared between messages. Shared, because a table per
+ * message (allocated, then grown for most messages) cost more than the hashing; small, and a slot's two
+ * numbers side by side, because between the requests of a gateway the table has left the cache, and
+ * each of a message's features reads it at a random place.
  */
-let slots = new Int32Array(1024);
-let stamps = new Int32Array(1024);
+const tables: Int32Array[] = [new Int32Array(2 * 256)];
 let generation = 0;
 
 /**
@@ -171,10 +173,12 @@ class FeatureCollector implements HashedFeatures {
   readonly names: string[] = [];
   readonly hashes: number[] = [];
   private readonly generation: number;
+  private level = 0;
+  private table = tables[0] as Int32Array;
 
   constructor() {
     generation = generation === 0x7fffffff ? 1 : generation + 1;
-    if (generation === 1) stamps.fill(0);
+    if (generation === 1) for (const table of tables) table.fill(0);
     this.generation = generation;
   }
 
@@ -194,28 +198,34 @@ class FeatureCollector implements HashedFeatures {
 
   private insert(name: string, hash: number): void {
     const mine = this.generation;
-    let mask = slots.length - 1;
+    const table = this.table;
+    const mask = table.length / 2 - 1;
     let slot = hash & mask;
-    while (stamps[slot] === mine) {
-      const held = (slots[slot] as number) - 1;
+    while (table[2 * slot] === mine) {
+      const held = (table[2 * slot + 1] as number) - 1;
       if (this.hashes[held] === hash && this.names[held] === name) return;
       slot = (slot + 1) & mask;
     }
     this.names.push(name);
     this.hashes.push(hash);
-    slots[slot] = this.names.length;
-    stamps[slot] = mine;
-    if (this.names.length * 2 > slots.length) {
-      slots = new Int32Array(slots.length * 2);
-      stamps = new Int32Array(slots.length);
-      mask = slots.length - 1;
-      this.hashes.forEach((one, at) => {
-        let free = one & mask;
-        while (stamps[free] === mine) free = (free + 1) & mask;
-        slots[free] = at + 1;
-        stamps[free] = mine;
-      });
-    }
+    table[2 * slot] = mine;
+    table[2 * slot + 1] = this.names.length;
+    if (this.names.length * 2 > mask + 1) this.moveUp();
+  }
+
+  /** Into the next size of table, which is made the first time a message needs it. */
+  private moveUp(): void {
+    const mine = this.generation;
+    this.level += 1;
+    const table = (tables[this.level] ??= new Int32Array(2 * this.table.length));
+    this.table = table;
+    const mask = table.length / 2 - 1;
+    this.hashes.forEach((hash, at) => {
+      let free = hash & mask;
+      while (table[2 * free] === mine) free = (free + 1) & mask;
+      table[2 * free] = mine;
+      table[2 * free + 1] = at + 1;
+    });
   }
 }
 
