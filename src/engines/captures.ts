@@ -141,18 +141,26 @@ function pushJob(depth: number, kind: number, pc: number, pos: number): number {
   return depth + 3;
 }
 
-/** Keys up to this many are marked in a table indexed by key; more go to a hash set. */
+/** Keys up to this many are marked in a bit set indexed by key; more go to a hash set. */
 const DIRECT_KEYS = 1 << 18;
-/** Marks of the search under way: a key is visited when its stamp is the current one. */
-const directStamps = new Int32Array(DIRECT_KEYS);
+/**
+ * Marks of the search under way, one bit a key, cleared over the keys of each search (a few hundred
+ * words): a search's marks then sit in a few KB, where a table of stamps spread them over a hundred,
+ * every one of them a cache miss between the requests of a gateway.
+ */
+const directBits = new Uint32Array(DIRECT_KEYS / 32);
+/** Marks of a search with more keys: a key is marked when its slot's stamp is the search's. */
 let hashKeys = new Int32Array(1024);
 let hashStamps = new Int32Array(1024);
 let hashUsed = 0;
 let stamp = 0;
 
 const markDirect = (key: number): boolean => {
-  if (directStamps[key] === stamp) return false;
-  directStamps[key] = stamp;
+  const word = key >>> 5;
+  const bit = 1 << (key & 31);
+  const held = directBits[word] as number;
+  if ((held & bit) !== 0) return false;
+  directBits[word] = held | bit;
   return true;
 };
 
@@ -185,13 +193,16 @@ const markHashed = (key: number): boolean => {
 
 /** A fresh set of (instruction, position) keys below `keys`: marks a key and says whether it was new. */
 function visitedSet(keys: number): (key: number) => boolean {
+  if (keys <= DIRECT_KEYS) {
+    directBits.fill(0, 0, (keys + 31) >>> 5);
+    return markDirect;
+  }
   stamp += 1;
   if (stamp === 0x7fffffff) {
-    // Stamps wrap after two billion searches: start the marks again from clean tables.
-    directStamps.fill(0);
+    // Stamps wrap after two billion searches: start the marks again from a clean table.
     hashStamps.fill(0);
     stamp = 1;
   }
   hashUsed = 0;
-  return keys <= DIRECT_KEYS ? markDirect : markHashed;
+  return markHashed;
 }
