@@ -38,11 +38,18 @@ const TAIL_TOKENS = 80;
 /** A long word also counts by its first letters, so inflections share evidence (deploying, deployed). */
 const PREFIX_LETTERS = 5;
 
-function bucket(value: number, edges: readonly number[], name: string): string {
-  let index = 0;
-  while (index < edges.length && value > (edges[index] ?? 0)) index += 1;
-  return `${name}:${index}`;
+/** A count's bucket: the names `name:0` … `name:edges.length`, made once; a value above the i-th edge and no other is in bucket i + 1. */
+function buckets(name: string, edges: readonly number[]): (value: number) => string {
+  const names = Array.from({ length: edges.length + 1 }, (_, index) => `${name}:${index}`);
+  return (value) => {
+    let index = 0;
+    while (index < edges.length && value > (edges[index] as number)) index += 1;
+    return names[index] as string;
+  };
 }
+const triggersBucket = buckets('triggers', [0, 1, 2]);
+const linesBucket = buckets('lines', [1, 5]);
+const lengthBucket = buckets('len', [2, 5, 12, 30, 80]);
 
 /** Splits a message into prose and the content of its code fences. */
 function splitFences(text: string): { prose: string; fenced: number } {
@@ -236,7 +243,7 @@ export function hashedFeaturesOf(text: string, evidence: RuleEvidence): HashedFe
   const joined = (prefix: Prefix, part: string) => features.addJoined(prefix, PREFIX_HASHES[prefix], part);
 
   joined('step:', evidence.step);
-  add(bucket(evidence.distinctTriggers, [0, 1, 2], 'triggers'));
+  add(triggersBucket(evidence.distinctTriggers));
   if (evidence.question) add('question');
   if (evidence.external) add('external');
   const { prose, fenced } = splitFences(text);
@@ -250,15 +257,22 @@ export function hashedFeaturesOf(text: string, evidence: RuleEvidence): HashedFe
   for (const category of evidence.cancelled) joined('x:', category);
 
   add(fenced === 0 ? 'fence:none' : fenced * 2 > text.length ? 'fence:most' : 'fence:some');
-  add(bucket(lineCount(text), [1, 5], 'lines'));
+  add(linesBucket(lineCount(text)));
   const scripts = SCRIPT_CHARACTER.test(text);
   if (scripts) for (const [name, pattern] of SCRIPTS) if (pattern.test(text)) joined('script:', name);
   if (text.endsWith('?')) add('ends:?');
 
   const tokens = tokensOf(prose);
-  const words = tokens.filter(isWord);
-  add(bucket(words.length, [2, 5, 12, 30, 80], 'len'));
-  const [first, second] = words;
+  let words = 0;
+  let first: string | undefined;
+  let second: string | undefined;
+  for (const token of tokens) {
+    if (!isWord(token)) continue;
+    if (words === 0) first = token;
+    else if (words === 1) second = token;
+    words += 1;
+  }
+  add(lengthBucket(words));
   if (first !== undefined) {
     joined('f1:', first);
     if (second !== undefined) features.addPair('f2:', PREFIX_HASHES['f2:'], first, second);
