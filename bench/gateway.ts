@@ -4,7 +4,7 @@
  * "targets" section; asserts nothing; bounded; stops by itself. Everything listens on 127.0.0.1.
  *
  *   node dist/bench/gateway.js [--quick] [--rounds N] [--duration S] [--connections N] [--rate N]
- *                              [--only a,c,...] [--aa a|c] [--sse N] [--no-sessions] [--tool-rounds N] [--cpu-prof] [--cpu-prof-dir DIR] [--keep-logs]
+ *                              [--only a,c,...] [--aa a|c] [--baseline DIR] [--sse N] [--no-sessions] [--tool-rounds N] [--cpu-prof] [--cpu-prof-dir DIR] [--keep-logs]
  *
  *   --quick          smoke run: one round of 1 s runs (under a minute on a quiet machine)
  *   --rounds N       interleaved rounds (default 3); figures are medians over rounds with min–max
@@ -13,6 +13,8 @@
  *   --rate N         requests per second of the fixed-rate runs (default 300)
  *   --only LIST      setups to run, e.g. a,c (default a,b,c,d,e,f)
  *   --aa a|c         what the A/A setup (f) duplicates (default a)
+ *   --baseline DIR   (f) is instead (c) run from another built checkout of task-router, DIR: a change
+ *                    measured against the build before it, interleaved in one run
  *   --sse N          streamed requests per setup per round for the first-chunk times (default 40)
  *   --no-sessions    send no x-task-router-session header (by default requests name one of 64 sessions, so
  *                    task-router's session tracking is on the path, as for a client that uses debates)
@@ -99,7 +101,9 @@ const PROFILE_DIR = resolve(option('--cpu-prof-dir') ?? os.tmpdir());
 const KEEP_LOGS = argv.includes('--keep-logs');
 const SESSION_HEADER = !argv.includes('--no-sessions');
 const TOOL_ROUNDS = positive('--tool-rounds', 0, true);
-const AA_OF = (option('--aa') ?? 'a') as Key;
+const BASELINE = option('--baseline') === undefined ? null : resolve(option('--baseline') as string);
+if (BASELINE !== null && !existsSync(join(BASELINE, 'dist', 'cli', 'main.js'))) usage(`--baseline needs a built checkout of task-router (${join(BASELINE, 'dist', 'cli', 'main.js')} not found: run npm ci and npm run build there)`);
+const AA_OF = (BASELINE === null ? (option('--aa') ?? 'a') : 'c') as Key;
 if (AA_OF !== 'a' && AA_OF !== 'c') usage(`--aa takes a or c, got "${AA_OF}"`);
 const ONLY = (option('--only') ?? ALL_KEYS.join(',')).split(',').map((key) => key.trim().toLowerCase()).filter(Boolean);
 for (const key of ONLY) if (!ALL_KEYS.includes(key as Key)) usage(`--only takes setups from a,b,c,d,e,f, got "${key}"`);
@@ -316,13 +320,13 @@ const LISTENING_LINE = /^listening (http:\/\/\S+)/;
 const TASK_ROUTER_LISTENING = /"url":"(http:\/\/[^"]+)".*"msg":"task-router listening"/;
 
 async function startSetup(key: Key, upstreamUrl: string, tmp: string): Promise<Server> {
-  const taskRouter = async (own: Key, label: string, hard: boolean, profile: boolean) => {
+  const taskRouter = async (own: Key, label: string, hard: boolean, profile: boolean, cli = CLI) => {
     const logDir = join(tmp, `logs-${own}`);
     const flags = profile ? ['--cpu-prof', '--cpu-prof-dir', PROFILE_DIR, '--cpu-prof-interval', '500'] : [];
     const env = cleanEnv({ PORT: '0', UPSTREAM_URL: upstreamUrl, LOG_DIR: logDir, ...(hard ? {} : { ENABLE_HARD_ROUTING: 'false' }) });
     return Server.start(own, label,
       `node ${flags.length ? `${flags.join(' ')} ` : ''}dist/cli/main.js serve, shipped config/default.yaml; env PORT=0 UPSTREAM_URL=<fake upstream> LOG_DIR=<tmp>${hard ? '' : ' ENABLE_HARD_ROUTING=false'}`,
-      [...flags, CLI, 'serve'], env, TASK_ROUTER_LISTENING, logDir);
+      [...flags, cli, 'serve'], env, TASK_ROUTER_LISTENING, logDir);
   };
   const passthrough = (own: Key, label: string, parse: boolean) => Server.start(own, label,
     parse ? 'Express + http-proxy-middleware, body read, JSON.parse, JSON.stringify (fixRequestBody)' : 'Express + http-proxy-middleware, no body parser (request streamed through)',
@@ -338,8 +342,8 @@ async function startSetup(key: Key, upstreamUrl: string, tmp: string): Promise<S
         ['--import', PORTKEY_PRELOAD, PORTKEY, '--port=0', '--headless'], cleanEnv({}), LISTENING_LINE);
     }
     case 'f': {
-      const server = AA_OF === 'a' ? await passthrough('f', '(f) A/A: 2nd (a)', false) : await taskRouter('f', '(f) A/A: 2nd (c)', true, false);
-      return server;
+      if (BASELINE !== null) return taskRouter('f', '(f) baseline build (c)', true, false, join(BASELINE, 'dist', 'cli', 'main.js'));
+      return AA_OF === 'a' ? passthrough('f', '(f) A/A: 2nd (a)', false) : taskRouter('f', '(f) A/A: 2nd (c)', true, false);
     }
     default: throw new Error(`unknown setup ${String(key)}`);
   }
@@ -828,7 +832,9 @@ async function main(): Promise<void> {
       }
       : null;
     if (aa) {
-      console.log(`A/A noise floor: (f) is a second, identical instance of (${aaRef}), measured like the others; (f) - (${aaRef}), ${n}:`);
+      console.log(BASELINE === null
+        ? `A/A noise floor: (f) is a second, identical instance of (${aaRef}), measured like the others; (f) - (${aaRef}), ${n}:`
+        : `baseline: (f) is (c) run from ${BASELINE}; (f) - (c), the baseline's cost over this build's (not a noise floor), ${n}:`);
       console.log(`  server CPU ${spread(aa.cpu, 1, true)} µs/req at saturation, ${spread(aa.cpuRate, 1, true)} µs/req at ${RATE} req/s; throughput x${spread(aa.rps, 3)}; `
         + `p99 at ${RATE} req/s ${spread(aa.p99Rate, 2, true)} ms; first SSE event ${spread(aa.sse, 3, true)} ms`);
       console.log('');
@@ -837,7 +843,7 @@ async function main(): Promise<void> {
 
     // Targets.
     const verdict = (pass: boolean) => (pass ? 'PASS' : 'MISS');
-    const rows: string[][] = [['target', 'measured', 'limit', 'verdict', `A/A noise (largest |f - ${aaRef}| of the rounds)`]];
+    const rows: string[][] = [['target', 'measured', 'limit', 'verdict', BASELINE === null ? `A/A noise (largest |f - ${aaRef}| of the rounds)` : 'largest |baseline (f) - (c)| of the rounds']];
     const target = (name: string, needs: Key[], measured: () => { value: number; shown: string; pass: boolean; limit: string; noise: string }) => {
       if (!has(...needs)) {
         rows.push([name, 'n/a', '', 'n/a', `needs ${needs.join(', ')}`]);
@@ -910,6 +916,7 @@ async function main(): Promise<void> {
     await stopAll();
     stopped = true;
     let inGateway: number[] = [];
+    let inBaseline: number[] = [];
     for (const server of servers) {
       if (!server.logDir) continue;
       const metrics = scrape.get(server.key) ?? '';
@@ -932,6 +939,7 @@ async function main(): Promise<void> {
       console.log(`  ${server.label.padEnd(24)} /metrics: task_router_decisions_total ${sum('task_router_decisions_total')}, task_router_log_dropped_total ${sum('task_router_log_dropped_total')}; `
         + `decision log ${decisions.lines} lines (${fixed(decisions.bytes / 1048576, 1)} MiB), memory log ${memory.lines} lines (${fixed(memory.bytes / 1048576, 1)} MiB), after its shutdown`);
       if (server.key === 'c') inGateway = await freshClassifyMicros(join(server.logDir, 'decisions'));
+      if (server.key === 'f' && BASELINE !== null) inBaseline = await freshClassifyMicros(join(server.logDir, 'decisions'));
     }
     if (inGateway.length > 0) {
       const inside = median(inGateway);
@@ -940,6 +948,7 @@ async function main(): Promise<void> {
       console.log('');
       console.log(`classification of the latest turn: inside (c) median ${fixed(inside, 1)} µs (p90 ${fixed(quantile(inGateway, 0.9), 1)}) over ${inGateway.length} texts classified for the first time (the decision records' micros); `
         + `the same kind of turn in a loop in this process, after the servers stopped: median ${fixed(median(loop), 1)} µs over ${loop.length}; x${fixed(ratio, 2)} (target <= x${TARGET.classifyVsLoop}: ${verdict(ratio <= TARGET.classifyVsLoop)})`);
+      if (inBaseline.length > 0) console.log(`  inside (f), the baseline build: median ${fixed(median(inBaseline), 1)} µs (p90 ${fixed(quantile(inBaseline, 0.9), 1)}) over ${inBaseline.length}`);
     }
     if (PROFILE) {
       const profiles = (await readdir(PROFILE_DIR).catch(() => [] as string[])).filter((file) => file.endsWith('.cpuprofile') && file.includes(String(byKey.get('c')?.proc.pid)));

@@ -122,7 +122,9 @@ function distinctRows(takes: readonly (Uint8Array | null)[]): { rowOf: Int32Arra
     return id;
   });
   const rows = new Uint8Array(kept.length * ASCII);
-  kept.forEach((mask, id) => rows.set(mask, id * ASCII));
+  kept.forEach((mask, id) => {
+    rows.set(mask, id * ASCII);
+  });
   return { rowOf, rows };
 }
 
