@@ -155,43 +155,6 @@ function median(values: readonly number[]): number {
 }
 
 const finite = (values: readonly number[]) => values.filter(Number.isFinite);
-
-// ---------------------------------------------------------------------------------------------------
-// Classification inside the gateway against a loop
-
-/**
- * The classification times (µs) in a decision log of texts met for the first time: a text seen again may
- * be answered from the classifier's cache, and the same-body runs repeat one text.
- */
-async function freshClassifyMicros(dir: string): Promise<number[]> {
-  if (!existsSync(dir)) return [];
-  const seen = new Set<string>();
-  const micros: number[] = [];
-  for (const file of await readdir(dir)) {
-    for (const line of (await readFile(join(dir, file), 'utf8')).split('\n')) {
-      if (line === '') continue;
-      const record = JSON.parse(line) as { textSha256?: string; micros?: number | null };
-      if (typeof record.micros !== 'number' || record.textSha256 === undefined || seen.has(record.textSha256)) continue;
-      seen.add(record.textSha256);
-      micros.push(record.micros);
-    }
-  }
-  return micros.sort((x, y) => x - y);
-}
-
-const LOOP_WARMUP = 5000;
-const LOOP_CALLS = 20_000;
-
-/** The same measure (a decision's micros) for the benchmark's latest turns classified one after another by a classifier built as the gateway builds it. */
-function loopClassifyMicros(): number[] {
-  const classifier = createClassifier({ now: () => performance.now() });
-  const micros: number[] = [];
-  for (let i = 0; i < LOOP_WARMUP + LOOP_CALLS; i += 1) {
-    const decision = classifier.classify(latestTurn((DISTINCT_TURNS - 1 - i) % DISTINCT_TURNS));
-    if (i >= LOOP_WARMUP && decision.micros !== undefined) micros.push(decision.micros);
-  }
-  return micros;
-}
 const fixed = (value: number, digits: number) => (Number.isFinite(value) ? value.toFixed(digits) : 'n/a');
 const signed = (value: number, digits: number) => (Number.isFinite(value) ? `${value >= 0 ? '+' : ''}${value.toFixed(digits)}` : 'n/a');
 
@@ -627,6 +590,43 @@ async function measure(context: Context, server: Server, round: number, kind: Ki
     otherPct: Math.max(0, pct(after.machine - before.machine - (after.bench - before.bench))),
     upstream,
   };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Classification inside the gateway against a loop
+
+/**
+ * The classification times (µs) in a decision log of texts met for the first time: a text seen again may
+ * be answered from the classifier's cache, and the same-body runs repeat one text.
+ */
+async function freshClassifyMicros(dir: string): Promise<number[]> {
+  if (!existsSync(dir)) return [];
+  const seen = new Set<string>();
+  const micros: number[] = [];
+  for (const file of await readdir(dir)) {
+    for (const line of (await readFile(join(dir, file), 'utf8')).split('\n')) {
+      if (line === '') continue;
+      const record = JSON.parse(line) as { textSha256?: string; micros?: number | null };
+      if (typeof record.micros !== 'number' || record.textSha256 === undefined || seen.has(record.textSha256)) continue;
+      seen.add(record.textSha256);
+      micros.push(record.micros);
+    }
+  }
+  return micros.sort((x, y) => x - y);
+}
+
+const LOOP_WARMUP = 5000;
+const LOOP_CALLS = 20_000;
+
+/** The same measure (a decision's micros) for the benchmark's latest turns classified one after another by a classifier built as the gateway builds it. */
+function loopClassifyMicros(): number[] {
+  const classifier = createClassifier({ now: () => performance.now() });
+  const micros: number[] = [];
+  for (let i = 0; i < LOOP_WARMUP + LOOP_CALLS; i += 1) {
+    const decision = classifier.classify(latestTurn((DISTINCT_TURNS - 1 - i) % DISTINCT_TURNS));
+    if (i >= LOOP_WARMUP && decision.micros !== undefined) micros.push(decision.micros);
+  }
+  return micros;
 }
 
 // ---------------------------------------------------------------------------------------------------
