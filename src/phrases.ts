@@ -61,8 +61,8 @@ interface PhraseNode {
 export interface PhraseIndex {
   /**
    * Word trie: state × column → next state (0: none; the root is state 1). 16-bit when the states fit,
-   * as they do by far for the shipped rules: the table is read once per character, and half the bytes
-   * stay in cache between messages twice as well.
+   * as they do by far for the shipped rules: the table is read once per character, and at half the
+   * bytes more of it is still in cache when the next message comes.
    */
   readonly words: Uint16Array | Int32Array;
   /** Word trie state → id of the word it ends, or -1. */
