@@ -99,11 +99,11 @@ export function createClassifier(options: ClassifierOptions = {}): Classifier {
   const contextModel: Scorer | null = options.context === null || cues === null ? null : createScorer(options.context ?? defaultContextModel);
   // An agent loop resends the assistant turn before its latest human turn on every round trip.
   const offers = createTextCache<string | null>(cacheEntries, CACHE_TEXT_LENGTH);
-  const offerOf = (assistant: string): string | null => {
+  const offerOf = (assistant: string, within: ContextCues): string | null => {
     const tail = offerTail(assistant);
     const known = offers.get(tail);
     if (known !== undefined) return known;
-    const offer = offerIn(tail, cues as ContextCues);
+    const offer = offerIn(tail, within);
     offers.set(tail, offer);
     return offer;
   };

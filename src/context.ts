@@ -164,8 +164,8 @@ export interface ContextReading {
  * Reads the turns: the latest on its own, the previous human turn, and the assistant's offer as a
  * request. `offerOf` finds the offer in an assistant turn (offerIn, or a cache in front of it).
  */
-export function readContext(turns: Turns, cues: ContextCues, classify: (text: string) => Decision, offerOf = (assistant: string) => offerIn(assistant, cues)): ContextReading {
-  const offer = turns.assistant === null ? null : offerOf(turns.assistant);
+export function readContext(turns: Turns, cues: ContextCues, classify: (text: string) => Decision, offerOf: (assistant: string, cues: ContextCues) => string | null = offerIn): ContextReading {
+  const offer = turns.assistant === null ? null : offerOf(turns.assistant, cues);
   return {
     own: classify(turns.latest),
     previous: turns.previous === null ? null : classify(turns.previous),
@@ -239,7 +239,7 @@ function featuresInContext(turns: Turns, reading: ContextReading, shape: LatestS
  * it followed: the assistant's offer, the previous human turn, or `decline` for an ANSWER that turns
  * down what came before.
  */
-export function classifyInContext(turns: Turns, cues: ContextCues, model: Scorer, classify: (text: string) => Decision, featuresOf: (text: string) => string[], offerOf?: (assistant: string) => string | null): Decision {
+export function classifyInContext(turns: Turns, cues: ContextCues, model: Scorer, classify: (text: string) => Decision, featuresOf: (text: string) => string[], offerOf?: (assistant: string, cues: ContextCues) => string | null): Decision {
   if (turns.previous === null && turns.assistant === null) return classify(turns.latest);
   const reading = readContext(turns, cues, classify, offerOf);
   const { own, previous, offer } = reading;

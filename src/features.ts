@@ -193,14 +193,14 @@ class FeatureCollector implements HashedFeatures {
     this.insert(name, fnv1a(name));
   }
 
-  /** Adds `prefix + part`; `prefixHash` is fnv1a(prefix). */
-  addJoined(prefix: string, prefixHash: number, part: string): void {
-    this.insert(prefix + part, fnv1a(part, prefixHash));
+  /** Adds `prefix + part`. */
+  addJoined(prefix: Prefix, part: string): void {
+    this.insert(prefix + part, fnv1a(part, PREFIX_HASHES[prefix]));
   }
 
-  /** Adds `prefix + first + ' ' + second`; `prefixHash` is fnv1a(prefix). */
-  addPair(prefix: string, prefixHash: number, first: string, second: string): void {
-    this.insert(`${prefix}${first} ${second}`, fnv1a(second, fnv1a(' ', fnv1a(first, prefixHash))));
+  /** Adds `prefix + first + ' ' + second`. */
+  addPair(prefix: Prefix, first: string, second: string): void {
+    this.insert(`${prefix}${first} ${second}`, fnv1a(second, fnv1a(' ', fnv1a(first, PREFIX_HASHES[prefix]))));
   }
 
   private insert(name: string, hash: number): void {
@@ -240,7 +240,7 @@ class FeatureCollector implements HashedFeatures {
 export function hashedFeaturesOf(text: string, evidence: RuleEvidence): HashedFeatures {
   const features = new FeatureCollector();
   const add = (feature: string) => features.add(feature);
-  const joined = (prefix: Prefix, part: string) => features.addJoined(prefix, PREFIX_HASHES[prefix], part);
+  const joined = (prefix: Prefix, part: string) => features.addJoined(prefix, part);
 
   joined('step:', evidence.step);
   add(triggersBucket(evidence.distinctTriggers));
@@ -275,7 +275,7 @@ export function hashedFeaturesOf(text: string, evidence: RuleEvidence): HashedFe
   add(lengthBucket(words));
   if (first !== undefined) {
     joined('f1:', first);
-    if (second !== undefined) features.addPair('f2:', PREFIX_HASHES['f2:'], first, second);
+    if (second !== undefined) features.addPair('f2:', first, second);
   }
   let previous: string | undefined;
   for (const token of tokens) {
@@ -291,7 +291,7 @@ export function hashedFeaturesOf(text: string, evidence: RuleEvidence): HashedFe
       joined('w:', token);
       if (token.length > PREFIX_LETTERS + 1) joined('p:', token.slice(0, PREFIX_LETTERS));
     }
-    if (previous !== undefined) features.addPair('b:', PREFIX_HASHES['b:'], previous, token);
+    if (previous !== undefined) features.addPair('b:', previous, token);
     previous = token;
   }
   return features;
