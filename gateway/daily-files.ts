@@ -62,19 +62,26 @@ export class DailyFiles {
     queue.bytes += bytes;
     queue.lines += 1;
     this.#queuedBytes += bytes;
-    this.#timer ??= setTimeout(() => {
-      this.#timer = null;
-      void this.flush();
-    }, this.options.flushMs).unref();
+    this.#arm();
   }
 
   /** Writes everything queued so far; resolves when it is on disk or dropped. */
   flush(): Promise<void> {
     this.#flushing ??= this.#write().finally(() => {
       this.#flushing = null;
-      if (this.#queue.size > 0) void this.flush();
+      // Lines queued during the write wait for the timer, unless half the queue is taken: writing again at
+      // once would keep the disk busy under load, an open, a write and a close in the thread pool per batch.
+      if (this.#queuedBytes * 2 > this.options.maxQueuedBytes) void this.flush();
+      else if (this.#queue.size > 0) this.#arm();
     });
     return this.#flushing;
+  }
+
+  #arm(): void {
+    this.#timer ??= setTimeout(() => {
+      this.#timer = null;
+      void this.flush();
+    }, this.options.flushMs).unref();
   }
 
   async #write(): Promise<void> {
@@ -118,10 +125,10 @@ export class DailyFiles {
   }
 
   async close(): Promise<void> {
-    if (this.#timer) clearTimeout(this.#timer);
-    this.#timer = null;
     await this.flush();
     if (this.#queue.size > 0) await this.flush();
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = null;
   }
 }
 

@@ -10,10 +10,10 @@ afterEach(async () => {
   dir = undefined;
 });
 
-async function files(maxQueuedBytes = 8 * 1024 * 1024) {
+async function files(maxQueuedBytes = 8 * 1024 * 1024, flushMs = 60_000) {
   dir = await mkdtemp(join(os.tmpdir(), 'daily-files-'));
   const dropped: { lines: number; reason: string }[] = [];
-  const out = new DailyFiles({ dir, extension: 'log', maxQueuedBytes, flushMs: 60_000, dropped: (lines, reason) => dropped.push({ lines, reason }) });
+  const out = new DailyFiles({ dir, extension: 'log', maxQueuedBytes, flushMs, dropped: (lines, reason) => dropped.push({ lines, reason }) });
   return { out, dropped, read: (day: string) => readFile(join(dir as string, `${day}.log`), 'utf8') };
 }
 
@@ -38,5 +38,34 @@ describe('DailyFiles', () => {
     await out.close();
     expect(dropped).toEqual([{ lines: 1, reason: 'queue_full' }]);
     expect(await read('2026-11-24')).toBe('abcdef\nok\n');
+  });
+
+  it('leaves lines queued during a write for the next interval', async () => {
+    const { out, read } = await files();
+    out.append('2026-11-24', 'first\n');
+    const writing = out.flush();
+    out.append('2026-11-24', 'during\n');
+    await writing;
+    // A second write right after the first would have ended by now; the interval is a minute.
+    await new Promise((resolveWait) => setTimeout(resolveWait, 200));
+    expect(await read('2026-11-24')).toBe('first\n');
+    await out.close();
+    expect(await read('2026-11-24')).toBe('first\nduring\n');
+  });
+
+  it('writes again at once when a write leaves more than half the queue taken', async () => {
+    const { out, read } = await files(20);
+    out.append('2026-11-24', 'a\n');
+    const first = out.flush();
+    out.append('2026-11-24', 'more than half\n');
+    await first;
+    // No flush() here: the line is written without waiting for the minute's interval.
+    let written = '';
+    for (let tries = 0; tries < 100 && written !== 'a\nmore than half\n'; tries += 1) {
+      await new Promise((resolveWait) => setTimeout(resolveWait, 50));
+      written = await read('2026-11-24');
+    }
+    expect(written).toBe('a\nmore than half\n');
+    await out.close();
   });
 });
