@@ -195,6 +195,21 @@ function moreLinesThan(text: string, lines: number): boolean {
   return true;
 }
 
+/** Whether an assistant turn holds content it produced: code, or more than a few lines. */
+const hasContent = (assistant: string): boolean => assistant.includes('```') || moreLinesThan(assistant, 3);
+
+/**
+ * What the assistant's last turn left open: an offer to act, a question, content it produced, or a
+ * statement (an answer, or work reported done); `none` without an assistant turn.
+ */
+function stanceOf(assistant: string | null, offered: boolean): 'none' | 'offer' | 'asks' | 'content' | 'said' {
+  if (assistant === null) return 'none';
+  if (offered) return 'offer';
+  const trimmed = assistant.trim();
+  if (trimmed.endsWith('?') || trimmed.endsWith('？')) return 'asks';
+  return hasContent(trimmed) ? 'content' : 'said';
+}
+
 const WORDING_HASH = fnv1a('t:');
 
 /**
@@ -206,19 +221,27 @@ function featuresInContext(turns: Turns, reading: ContextReading, shape: LatestS
   const { own, previous, offer } = reading;
   const continued = offer?.mode ?? previous?.mode ?? 'none';
   const { words } = shape;
+  const wordsBucket = words <= 2 ? words : words <= 5 ? '3-5' : words <= 12 ? '6-12' : 'more';
+  const cue = shape.kind ?? 'none';
+  const stance = stanceOf(turns.assistant, offer !== null);
   const names = [
     `own:${tenth(own.score)}`,
     `own-step:${own.step}`,
     `previous:${previous?.mode ?? 'none'}`,
     `offer:${offer?.mode ?? 'none'}`,
     `continued:${continued}`,
-    `cue:${shape.kind ?? 'none'}|${continued}`,
-    `words:${words <= 2 ? words : words <= 5 ? '3-5' : words <= 12 ? '6-12' : 'more'}|${continued}`,
+    `cue:${cue}|${continued}`,
+    `words:${wordsBucket}|${continued}`,
+    // What the assistant's turn left open, with the route before it: "perfect" after work reported done
+    // closes it, "yes" after an offer or a question takes it up.
+    `stance:${stance}|${continued}`,
+    `cue:${cue}|${stance}|${continued}`,
+    `words:${wordsBucket}|${stance}|${continued}`,
   ];
   if (turns.assistant !== null) {
     const assistant = turns.assistant.trim();
     if (assistant.endsWith('?')) names.push('assistant:asks');
-    if (assistant.includes('```') || moreLinesThan(assistant, 3)) names.push('assistant:content');
+    if (hasContent(assistant)) names.push('assistant:content');
   }
   const hashes = names.map((name) => fnv1a(name));
   const withRoute = `|${continued}`;

@@ -20,8 +20,9 @@ export interface RuleEvidence {
 }
 
 /** Scripts written without spaces between words: their words are read as character n-grams. */
-const UNSPACED = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}]/u;
-const TOKEN = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}]+|[\p{L}\p{N}_]+(?:'\p{L}+)?|[?:!$`>#@/.=|~-]/gu;
+const UNSPACED_CLASS = '[\\p{Script=Han}\\p{Script=Hiragana}\\p{Script=Katakana}\\p{Script=Thai}\\p{Script=Lao}\\p{Script=Khmer}\\p{Script=Myanmar}]';
+const UNSPACED = new RegExp(UNSPACED_CLASS, 'u');
+const TOKEN = new RegExp(`${UNSPACED_CLASS}+|[\\p{L}\\p{N}_]+(?:'\\p{L}+)?|[?:!$\`>#@/.=|~-]`, 'gu');
 const SCRIPTS: readonly (readonly [string, RegExp])[] = [
   ['han', /\p{Script=Han}/u],
   ['kana', /[\p{Script=Hiragana}\p{Script=Katakana}]/u],

@@ -79,10 +79,29 @@ function fit(rows: readonly Row[], size: number, settings: { iterations: number;
   return { weights, bias };
 }
 
-/** Platt scaling: the a, b that minimise log loss of σ(a·m + b) on the development margins (Newton steps). */
+/**
+ * Platt scaling: the a, b that minimise log loss of σ(a·m + b) on the development margins, by Newton
+ * steps halved until the loss falls. The targets are Platt's smoothed ones, (N₊ + 1)/(N₊ + 2) and
+ * 1/(N₋ + 2), not 1 and 0: on a split the margins nearly separate, plain targets send a to infinity and
+ * every score to 0 or 1, which leaves no unsure band.
+ */
 function calibrate(margins: readonly number[], labels: readonly number[]): { a: number; b: number } {
+  const positives = labels.filter((label) => label === 1).length;
+  const high = (positives + 1) / (positives + 2);
+  const low = 1 / (margins.length - positives + 2);
+  const targets = labels.map((label) => (label === 1 ? high : low));
+  const loss = (a: number, b: number): number => {
+    let total = 0;
+    margins.forEach((m, index) => {
+      const p = Math.min(1 - 1e-12, Math.max(1e-12, sigmoid(a * m + b)));
+      const t = targets[index] as number;
+      total -= t * Math.log(p) + (1 - t) * Math.log(1 - p);
+    });
+    return total;
+  };
   let a = 1;
   let b = 0;
+  let current = loss(a, b);
   for (let step = 0; step < 50; step += 1) {
     let ga = 0;
     let gb = 0;
@@ -91,7 +110,7 @@ function calibrate(margins: readonly number[], labels: readonly number[]): { a: 
     let hbb = 1e-9;
     margins.forEach((m, index) => {
       const p = sigmoid(a * m + b);
-      const d = p - (labels[index] ?? 0);
+      const d = p - (targets[index] as number);
       const w = p * (1 - p);
       ga += d * m;
       gb += d;
@@ -101,8 +120,17 @@ function calibrate(margins: readonly number[], labels: readonly number[]): { a: 
     });
     const det = haa * hbb - hab * hab;
     if (det <= 0) break;
-    a -= (hbb * ga - hab * gb) / det;
-    b -= (haa * gb - hab * ga) / det;
+    const da = (hbb * ga - hab * gb) / det;
+    const db = (haa * gb - hab * ga) / det;
+    let scale = 1;
+    while (scale > 1e-6 && !(loss(a - scale * da, b - scale * db) < current)) scale /= 2;
+    if (scale <= 1e-6) break;
+    a -= scale * da;
+    b -= scale * db;
+    const next = loss(a, b);
+    const done = current - next < 1e-10;
+    current = next;
+    if (done) break;
   }
   return { a, b };
 }

@@ -4,7 +4,7 @@ import { hashedFeaturesOf, tokensOf, type RuleEvidence } from '../../src/feature
 import { fnv1a } from '../../src/scorer.js';
 
 /** The wording features' tokens as the regex defines them, with the same head and tail. */
-const TOKEN = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}]+|[\p{L}\p{N}_]+(?:'\p{L}+)?|[?:!$`>#@/.=|~-]/gu;
+const TOKEN = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Thai}\p{Script=Lao}\p{Script=Khmer}\p{Script=Myanmar}]+|[\p{L}\p{N}_]+(?:'\p{L}+)?|[?:!$`>#@/.=|~-]/gu;
 function regexTokens(prose: string): string[] {
   const all = [...prose.matchAll(TOKEN)].map(([token]) => token);
   return all.length > 160 ? [...all.slice(0, 160), '…', ...all.slice(160).slice(-80)] : all;
@@ -23,7 +23,13 @@ describe('tokensOf', () => {
   });
 
   it('reads other scripts with the regex', () => {
-    for (const prose of ['日本語のテキスト and english', "l'été dernier", 'привет мир', 'naïve café']) expect(tokensOf(prose)).toEqual(regexTokens(prose));
+    for (const prose of ['日本語のテキスト and english', "l'été dernier", 'привет мир', 'naïve café', 'เปิดไฟห้องนอน please']) expect(tokensOf(prose)).toEqual(regexTokens(prose));
+  });
+
+  it('reads Thai, written without spaces, by characters and pairs as it reads Japanese', () => {
+    const names = hashedFeaturesOf('เปิดไฟ', { matched: [], cancelled: [], step: 'default', question: false, external: false, distinctTriggers: 0 }).names;
+    expect(names).toEqual(expect.arrayContaining(['k:เ', 'k:เป', 'k:ไฟ']));
+    expect(names).not.toContain('w:เปิดไฟ');
   });
 });
 

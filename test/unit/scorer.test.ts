@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { lastOccurrences } from '../../src/context.js';
 import { scorerDigest, sigmoid, slotOf } from '../../src/scorer.js';
-import { createClassifier, createScorer, DecisionSchema, defaultScorer, offerIn, trainScorer, turnsOf, defaultRuleSet, compileRuleSet, ENGINES, type ScorerData } from '../../src/index.js';
+import { compileRuleSet, contextFeatures, createClassifier, createScorer, DecisionSchema, defaultRuleSet, defaultScorer, ENGINES, offerIn, readContext, trainScorer, turnsOf, type ScorerData } from '../../src/index.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const classifier = createClassifier();
@@ -82,6 +82,21 @@ describe('a weight table read dense or sparse', () => {
   });
 });
 
+describe('calibration', () => {
+  it('stays finite and leaves an unsure band when the development split separates perfectly', () => {
+    // Every development example is on the right side of the margin: plain Platt targets (1 and 0) have no
+    // minimum there, and Newton steps sent the slope to about 4e10, every score to 0 or 1.
+    const examples = Array.from({ length: 40 }, (_, index) => ({ features: [`w:${index % 2 ? 'deploy' : 'poem'}`, `w:n${index}`], action: index % 2 === 1 }));
+    const data = trainScorer(examples, examples, 'd', { bits: 10, iterations: 200 });
+    expect(Number.isFinite(data.calibration.a) && Math.abs(data.calibration.a) < 100).toBe(true);
+    const scorer = createScorer(data);
+    const scores = examples.map((example) => scorer.score(example.features).score);
+    expect(Math.max(...scores)).toBeLessThan(0.99);
+    expect(Math.min(...scores)).toBeGreaterThan(0.01);
+    expect(data.band[1]).toBeGreaterThan(data.band[0]);
+  });
+});
+
 describe('training is deterministic', () => {
   const examples = [
     { features: ['w:fix', 'w:the', 'w:tests'], action: true },
@@ -150,6 +165,17 @@ describe('the conversation as context', () => {
     const decision = classifier.classifyTurns({ latest: 'yes please', previous: 'the staging db is full again', assistant: 'It is at 97%. Want me to delete the old snapshots?' });
     expect(decision).toMatchObject({ mode: 'ACTION', step: 'context', followed: 'offer' });
     expect(DecisionSchema.parse(decision)).toEqual(decision);
+  });
+
+  it('the context features say what the assistant turn left open, with the route before it', () => {
+    const stance = (assistant: string) => {
+      const turns = { latest: 'perfect', previous: 'restart the reports worker', assistant };
+      return contextFeatures(turns, readContext(turns, cues, classifier.classify), cues, classifier.features(turns.latest)).filter((name) => name.startsWith('stance:'));
+    };
+    expect(stance('Restarted it; the backlog is draining.')).toEqual(['stance:said|ACTION']);
+    expect(stance('It is stuck on a dead connection. Want me to restart it?')).toEqual(['stance:offer|ACTION']);
+    expect(stance('Which one, reports-a or reports-b?')).toEqual(['stance:asks|ACTION']);
+    expect(stance('Here is its log:\n```\nERR pool exhausted\n```')).toEqual(['stance:content|ACTION']);
   });
 
   it('a turn with no history routes on its own', () => {
