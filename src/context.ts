@@ -199,15 +199,14 @@ function moreLinesThan(text: string, lines: number): boolean {
 const hasContent = (assistant: string): boolean => assistant.includes('```') || moreLinesThan(assistant, 3);
 
 /**
- * What the assistant's last turn left open: an offer to act, a question, content it produced, or a
- * statement (an answer, or work reported done); `none` without an assistant turn.
+ * What the assistant's last turn (trimmed) left open: an offer to act, a question, content it produced,
+ * or a statement (an answer, or work reported done); `none` without an assistant turn.
  */
-function stanceOf(assistant: string | null, offered: boolean): 'none' | 'offer' | 'asks' | 'content' | 'said' {
+function stanceOf(assistant: string | null, offered: boolean, content: boolean): 'none' | 'offer' | 'asks' | 'content' | 'said' {
   if (assistant === null) return 'none';
   if (offered) return 'offer';
-  const trimmed = assistant.trim();
-  if (trimmed.endsWith('?') || trimmed.endsWith('？')) return 'asks';
-  return hasContent(trimmed) ? 'content' : 'said';
+  if (assistant.endsWith('?') || assistant.endsWith('？')) return 'asks';
+  return content ? 'content' : 'said';
 }
 
 const WORDING_HASH = fnv1a('t:');
@@ -223,7 +222,9 @@ function featuresInContext(turns: Turns, reading: ContextReading, shape: LatestS
   const { words } = shape;
   const wordsBucket = words <= 2 ? words : words <= 5 ? '3-5' : words <= 12 ? '6-12' : 'more';
   const cue = shape.kind ?? 'none';
-  const stance = stanceOf(turns.assistant, offer !== null);
+  const assistant = turns.assistant?.trim() ?? null;
+  const content = assistant !== null && hasContent(assistant);
+  const stance = stanceOf(assistant, offer !== null, content);
   const names = [
     `own:${tenth(own.score)}`,
     `own-step:${own.step}`,
@@ -238,11 +239,8 @@ function featuresInContext(turns: Turns, reading: ContextReading, shape: LatestS
     `cue:${cue}|${stance}|${continued}`,
     `words:${wordsBucket}|${stance}|${continued}`,
   ];
-  if (turns.assistant !== null) {
-    const assistant = turns.assistant.trim();
-    if (assistant.endsWith('?')) names.push('assistant:asks');
-    if (hasContent(assistant)) names.push('assistant:content');
-  }
+  if (assistant?.endsWith('?')) names.push('assistant:asks');
+  if (content) names.push('assistant:content');
   const hashes = names.map((name) => fnv1a(name));
   const withRoute = `|${continued}`;
   for (const feature of latestFeatures) {

@@ -123,11 +123,14 @@ function calibrate(margins: readonly number[], labels: readonly number[]): { a: 
     const da = (hbb * ga - hab * gb) / det;
     const db = (haa * gb - hab * ga) / det;
     let scale = 1;
-    while (scale > 1e-6 && !(loss(a - scale * da, b - scale * db) < current)) scale /= 2;
+    let next = loss(a - da, b - db);
+    while (scale > 1e-6 && !(next < current)) {
+      scale /= 2;
+      next = loss(a - scale * da, b - scale * db);
+    }
     if (scale <= 1e-6) break;
     a -= scale * da;
     b -= scale * db;
-    const next = loss(a, b);
     const done = current - next < 1e-10;
     current = next;
     if (done) break;

@@ -10,10 +10,10 @@ afterEach(async () => {
   dir = undefined;
 });
 
-async function files(maxQueuedBytes = 8 * 1024 * 1024, flushMs = 60_000) {
+async function files(maxQueuedBytes = 8 * 1024 * 1024) {
   dir = await mkdtemp(join(os.tmpdir(), 'daily-files-'));
   const dropped: { lines: number; reason: string }[] = [];
-  const out = new DailyFiles({ dir, extension: 'log', maxQueuedBytes, flushMs, dropped: (lines, reason) => dropped.push({ lines, reason }) });
+  const out = new DailyFiles({ dir, extension: 'log', maxQueuedBytes, flushMs: 60_000, dropped: (lines, reason) => dropped.push({ lines, reason }) });
   return { out, dropped, read: (day: string) => readFile(join(dir as string, `${day}.log`), 'utf8') };
 }
 
