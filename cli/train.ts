@@ -1,7 +1,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { compileRuleSet, contextFeatures, createClassifier, createScorer, defaultRuleSet, ENGINES, readContext, trainScorer, type Classifier, type ScorerData, type TrainingExample, type TrainOptions, type Turns } from '../src/index.js';
+import { compileRuleSet, contextFeatures, createClassifier, createScorer, defaultRuleSet, ENGINES, readContext, trainScorer, type Classifier, type HashedFeatures, type ScorerData, type TrainingExample, type TrainOptions, type Turns } from '../src/index.js';
 import { digest, fnv1a } from '../src/scorer.js';
 import { packageRoot } from '../middleware/files.js';
 import { corpusTurns, readCorpus, sourceFiles, UsageError } from './corpus.js';
@@ -92,19 +92,19 @@ export async function trainFromManifest(manifestFile: string, rules: unknown): P
   if (cues === null) throw new UsageError('the rule set has no "context" cues: the context model cannot be trained');
 
   const rulesOnly: Classifier = createClassifier({ rules: ruleSet, scorer: null, context: null });
-  const split = <T extends { action: boolean; contract: boolean }>(items: readonly T[], key: (item: T) => string, features: (item: T) => string[]) => {
+  const split = <T extends { action: boolean; contract: boolean }>(items: readonly T[], key: (item: T) => string, features: (item: T) => HashedFeatures) => {
     const train: TrainingExample[] = [];
     const dev: TrainingExample[] = [];
     for (const item of items) (!item.contract && isDev(key(item), manifest.devPercent) ? dev : train).push({ features: features(item), action: item.action });
     return { train, dev };
   };
-  const textSplit = split(texts, (item) => item.text, (item) => rulesOnly.features(item.text));
+  const textSplit = split(texts, (item) => item.text, (item) => rulesOnly.hashedFeatures(item.text));
   const textDigest = digest(texts.map((item) => `${item.action ? 1 : 0}${item.text}`).join('\n'));
   const scorer = trained(textSplit.train, textSplit.dev, textDigest, manifest.options);
 
   const withScorer = createClassifier({ rules: ruleSet, scorer: scorer.data, context: null });
   const contextSplit = split(conversations, (item) => item.key, ({ turns }) =>
-    contextFeatures(turns, readContext(turns, cues, withScorer.classify), cues, withScorer.features(turns.latest)));
+    contextFeatures(turns, readContext(turns, cues, withScorer.classify), cues, withScorer.hashedFeatures(turns.latest)));
   const contextDigest = digest(conversations.map((item) => `${item.action ? 1 : 0}${item.key}`).join('\n'));
   const context = trained(contextSplit.train, contextSplit.dev, contextDigest, { ...manifest.options, ...manifest.contextOptions });
   return { scorer: scorer.model, context: context.model };

@@ -5,14 +5,15 @@
 import defaultRuleSet from '../config/rules.json' with { type: 'json' };
 import defaultScorer from '../config/scorer.json' with { type: 'json' };
 import defaultContextModel from '../config/context.json' with { type: 'json' };
-import { classifyText, readRules, scorerFeatures } from './classify.js';
-import { classifyInContext, offerIn, offerTail, type ContextCues, type Turns } from './context.js';
+import { classifyText, cleanedText, readRules, scorerFeatures } from './classify.js';
+import { classifyInContext, offerIn, offerTail, type ContextCues, type TurnReader, type Turns } from './context.js';
 import type { Decision } from './decision.js';
 import type { EngineName, RegexEngine } from './engines/engine.js';
 import { re2jsEngine } from './engines/re2js.js';
 import { re2wasmEngine } from './engines/re2wasm.js';
+import type { MessageFeatures } from './features.js';
 import { compileRuleSet, type CompiledRuleSet } from './ruleset.js';
-import { createScorer, type Scorer } from './scorer.js';
+import { createScorer, featureNames, type Scorer } from './scorer.js';
 import { createTextCache } from './text-cache.js';
 
 export const ENGINES: Readonly<Record<EngineName, RegexEngine>> = { re2js: re2jsEngine, 're2-wasm': re2wasmEngine };
@@ -52,8 +53,10 @@ export interface Classifier {
   classify(text: string): Decision;
   /** Routes the latest human turn in the light of the conversation (step `context` when it is a follow-up). */
   classifyTurns(turns: Turns): Decision;
-  /** The scorer's features of a message (what training and explanations see). */
+  /** The names of the scorer's features of a message (what explanations show). */
   features(text: string): string[];
+  /** The scorer's features of a message as it reads them (what training reads). */
+  hashedFeatures(text: string): MessageFeatures;
   readonly ruleIds: readonly string[];
   readonly engine: EngineName;
   /** Id of the scorer weights; null when the rules alone decide. */
@@ -74,26 +77,26 @@ export function createClassifier(options: ClassifierOptions = {}): Classifier {
   const classifyOptions = { scanBudget, scorer, ...(options.now ? { now: options.now } : {}) };
   const cacheEntries = options.cacheEntries ?? DEFAULT_CACHE_ENTRIES;
   if (!Number.isInteger(cacheEntries) || cacheEntries < 0) throw new Error(`cacheEntries must be a whole number of 0 or more, got ${cacheEntries}`);
-  const decisions = createTextCache<Decision>(cacheEntries, CACHE_TEXT_LENGTH);
-  const featureLists = createTextCache<readonly string[]>(cacheEntries, CACHE_TEXT_LENGTH);
+  // A decision kept with the scorer's features of its text, made when context first asks for them.
+  const known = createTextCache<{ readonly decision: Decision; features: MessageFeatures | null }>(cacheEntries, CACHE_TEXT_LENGTH);
   const now = options.now;
   const classify = (text: string): Decision => {
     const started = now?.();
-    const known = decisions.get(text);
-    if (known === undefined) {
+    const entry = known.get(text);
+    if (entry === undefined) {
       const decision = classifyText(compiled, text, classifyOptions);
-      decisions.set(text, decision);
+      known.set(text, { decision, features: null });
       return decision;
     }
     // The same text decides the same way: only the time taken is this call's own.
-    return started === undefined || now === undefined ? known : { ...known, micros: Math.max(0, (now() - started) * 1000) };
+    return started === undefined || now === undefined ? entry.decision : { ...entry.decision, micros: Math.max(0, (now() - started) * 1000) };
   };
-  const features = (text: string): string[] => {
-    const known = featureLists.get(text);
-    if (known !== undefined) return [...known];
-    const list = scorerFeatures(readRules(compiled, text, scanBudget));
-    featureLists.set(text, list);
-    return [...list];
+  const hashedFeatures = (text: string): MessageFeatures => {
+    const entry = known.get(text);
+    if (entry?.features) return entry.features;
+    const features = scorerFeatures(readRules(compiled, text, scanBudget));
+    if (entry !== undefined) entry.features = features;
+    return features;
   };
   const cues = compiled.context;
   const contextModel: Scorer | null = options.context === null || cues === null ? null : createScorer(options.context ?? defaultContextModel);
@@ -107,10 +110,12 @@ export function createClassifier(options: ClassifierOptions = {}): Classifier {
     offers.set(tail, offer);
     return offer;
   };
+  const reader: TurnReader = { classify, features: hashedFeatures, cleaned: (text) => cleanedText(compiled, text, scanBudget), offer: offerOf };
   return {
     classify,
-    classifyTurns: (turns) => (contextModel === null || cues === null ? classify(turns.latest) : classifyInContext(turns, cues, contextModel, classify, features, offerOf)),
-    features,
+    classifyTurns: (turns) => (contextModel === null || cues === null ? classify(turns.latest) : classifyInContext(turns, cues, contextModel, reader)),
+    features: (text) => featureNames(hashedFeatures(text)),
+    hashedFeatures,
     ruleIds: compiled.rules.map((rule) => rule.id),
     engine: engine.name,
     scorerId: scorer?.id ?? null,

@@ -1,10 +1,10 @@
 import { CATEGORY_ROLES, type Category, type Stakes } from './categories.js';
 import type { Confidence, Debate, Decision, Trigger } from './decision.js';
 import { maskProductNames } from './names.js';
-import { cleanCharacters, foldLookalikes, joinCleaned, matchingForm } from './normalize.js';
+import { cleanCharacters, cleanText, foldLookalikes, joinCleaned, matchingForm } from './normalize.js';
 import type { CompiledRule, CompiledRuleSet } from './ruleset.js';
 import { readWindow, type ScanWindow } from './scan.js';
-import { hashedFeaturesOf, type HashedFeatures } from './features.js';
+import { hashedFeaturesOf, type MessageFeatures } from './features.js';
 import type { Scorer } from './scorer.js';
 
 const HAS_WORD = /[\p{L}\p{N}]/u;
@@ -122,7 +122,7 @@ interface Remembered {
   readonly text: string;
   readonly scanBudget: number;
   readonly reading: RuleReading;
-  features: readonly string[] | null;
+  features: MessageFeatures | null;
 }
 
 /**
@@ -195,13 +195,21 @@ function readRulesAnew(rules: CompiledRuleSet, text: string, scanBudget: number)
   return { window, folded, found, signals, evidence, triggers, stakes, question, external, ruled };
 }
 
-/** The scorer's features for what the rules read. */
-export function scorerFeatures(reading: RuleReading): string[] {
-  const known = recent.find((one) => one.reading === reading)?.features;
-  return known ? [...known] : hashedScorerFeatures(reading).names;
+/**
+ * `text` through cleanText: the window the rules read, when they read all of it lately (context asks
+ * right after classifying the turn), else cleaned anew.
+ */
+export function cleanedText(rules: CompiledRuleSet, text: string, scanBudget: number): string {
+  const window = recentReading(rules, text, scanBudget)?.reading.window;
+  return window !== undefined && !window.truncated ? window.text : cleanText(text);
 }
 
-function hashedScorerFeatures(reading: RuleReading): HashedFeatures {
+/** The scorer's features for what the rules read. */
+export function scorerFeatures(reading: RuleReading): MessageFeatures {
+  return recent.find((one) => one.reading === reading)?.features ?? featuresOfReading(reading);
+}
+
+function featuresOfReading(reading: RuleReading): MessageFeatures {
   const kept = new Set(reading.evidence);
   return hashedFeaturesOf(reading.folded, {
     matched: [...reading.found, ...reading.signals],
@@ -250,9 +258,9 @@ export function classifyText(rules: CompiledRuleSet, text: string, options: Clas
   if (!scorer || ruled.trivial || !(reading.found.length > 0 || HAS_WORD.test(reading.folded))) {
     result = decisionOf(ruled, null, ruled.mode === 'ACTION' ? 1 : 0, false, scorer?.id ?? null, [], window, engine);
   } else {
-    const { names, hashes } = hashedScorerFeatures(reading);
-    if (remembered !== null) remembered.features = names;
-    const { score, top } = scorer.score(names, hashes);
+    const features = featuresOfReading(reading);
+    if (remembered !== null) remembered.features = features;
+    const { score, top } = scorer.score(features);
     const mode = score >= scorer.threshold ? 'ACTION' : 'ANSWER';
     const unsure = score > scorer.band[0] && score < scorer.band[1];
     let overturned: Pick<Decision, 'mode' | 'confidence' | 'step' | 'debate'> | null = null;

@@ -9,7 +9,8 @@ import { z } from 'zod';
 import type { Decision } from './decision.js';
 import { escapeRegex } from './escape-regex.js';
 import { cleanText } from './normalize.js';
-import { fnv1a, type Scorer } from './scorer.js';
+import type { MessageFeatures } from './features.js';
+import { combineHashes, fnv1a, type FeatureWeight, type HashedFeatures, type Scorer } from './scorer.js';
 
 /** The turns of a conversation that context reads. */
 export interface Turns {
@@ -54,7 +55,8 @@ function opensWith(text: string, phrase: string): boolean {
   return !WORD_CHAR.test(text.charAt(phrase.length));
 }
 
-const clean = (text: string): string => cleanText(text).replace(TRAILING, '');
+/** A cleaned turn (see cleanText) as context reads it: trailing punctuation and symbols dropped. */
+const withoutTrailing = (cleaned: string): string => cleaned.replace(TRAILING, '');
 
 /** Per offer list: an alternation of its phrases, to find every place one of them starts in one scan. */
 const phraseStarts = new WeakMap<readonly string[], RegExp>();
@@ -116,7 +118,7 @@ export function offerIn(assistant: string, cues: ContextCues): string | null {
 
 /** How a latest turn relates to the conversation: a decline, a follow-up, or a turn that stands alone. */
 export function followUpKind(latest: string, cues: ContextCues): 'decline' | 'follow' | null {
-  return shapeOf(latest, cues).kind;
+  return shapeOf(cleanText(latest), cues).kind;
 }
 
 /** What context reads of the latest turn's own wording: its words and how it relates to what came before. */
@@ -125,8 +127,9 @@ interface LatestShape {
   readonly kind: 'decline' | 'follow' | null;
 }
 
-function shapeOf(latest: string, cues: ContextCues): LatestShape {
-  const text = clean(latest);
+/** `cleaned`: the latest turn through cleanText. */
+function shapeOf(cleaned: string, cues: ContextCues): LatestShape {
+  const text = withoutTrailing(cleaned);
   const words = wordCount(text);
   return { words, kind: kindOf(text, words, cues) };
 }
@@ -181,8 +184,8 @@ const tenth = (score: number): number => Math.min(9, Math.floor(score * 10));
  * turn's opening words crossed with the route of the turn it would continue ("yes" after an offer to
  * act, "make it shorter" after a poem).
  */
-export function contextFeatures(turns: Turns, reading: ContextReading, cues: ContextCues, latestFeatures: readonly string[]): string[] {
-  return featuresInContext(turns, reading, shapeOf(turns.latest, cues), latestFeatures).names;
+export function contextFeatures(turns: Turns, reading: ContextReading, cues: ContextCues, latestFeatures: MessageFeatures): HashedFeatures {
+  return featuresInContext(turns, reading, shapeOf(cleanText(turns.latest), cues), latestFeatures);
 }
 
 /** Whether `text` has more than `lines` lines, read no further than it takes to tell. */
@@ -210,13 +213,14 @@ function stanceOf(assistant: string | null, offered: boolean, content: boolean):
 }
 
 const WORDING_HASH = fnv1a('t:');
+const ROUTE_HASHES: Readonly<Record<Decision['mode'] | 'none', number>> = { ACTION: fnv1a('|ACTION'), ANSWER: fnv1a('|ANSWER'), none: fnv1a('|none') };
 
 /**
- * The context model's features with their hashes. The latest turn's wording comes twice, alone and with
- * the route it continues: each hash continues from the wording feature's, so the joined names are
- * never read character by character (they are made, for the few an explanation shows).
+ * The context model's features. The latest turn's words come twice, alone (`t:w:yes`) and with the
+ * route they continue (`t:w:yes|ACTION`): their hashes are made from the scorer's hashes of the words,
+ * so the words are not read again, and their names only for the few an explanation shows.
  */
-function featuresInContext(turns: Turns, reading: ContextReading, shape: LatestShape, latestFeatures: readonly string[]): { names: string[]; hashes: number[] } {
+function featuresInContext(turns: Turns, reading: ContextReading, shape: LatestShape, latest: MessageFeatures): HashedFeatures {
   const { own, previous, offer } = reading;
   const continued = offer?.mode ?? previous?.mode ?? 'none';
   const { words } = shape;
@@ -242,15 +246,20 @@ function featuresInContext(turns: Turns, reading: ContextReading, shape: LatestS
   if (assistant?.endsWith('?')) names.push('assistant:asks');
   if (content) names.push('assistant:content');
   const hashes = names.map((name) => fnv1a(name));
-  const withRoute = `|${continued}`;
-  for (const feature of latestFeatures) {
-    if (feature.startsWith('f1:') || feature.startsWith('f2:') || feature.startsWith('w:') || feature.startsWith('k:')) {
-      const hash = fnv1a(feature, WORDING_HASH);
-      names.push(`t:${feature}`, `t:${feature}${withRoute}`);
-      hashes.push(hash, fnv1a(withRoute, hash));
-    }
+  const named = names.length;
+  const route = ROUTE_HASHES[continued];
+  for (const index of latest.wording) {
+    const hash = combineHashes(WORDING_HASH, latest.hashes[index] as number);
+    hashes.push(hash, combineHashes(hash, route));
   }
-  return { names, hashes };
+  return {
+    hashes,
+    name(index) {
+      if (index < named) return names[index] as string;
+      const word = `t:${latest.name(latest.wording[(index - named) >> 1] as number)}`;
+      return (index - named) % 2 === 0 ? word : `${word}|${continued}`;
+    },
+  };
 }
 
 /**
@@ -260,30 +269,68 @@ function featuresInContext(turns: Turns, reading: ContextReading, shape: LatestS
  * it followed: the assistant's offer, the previous human turn, or `decline` for an ANSWER that turns
  * down what came before.
  */
-export function classifyInContext(turns: Turns, cues: ContextCues, model: Scorer, classify: (text: string) => Decision, featuresOf: (text: string) => string[], offerOf?: (assistant: string, cues: ContextCues) => string | null): Decision {
+export function classifyInContext(turns: Turns, cues: ContextCues, model: Scorer, reader: TurnReader): Decision {
+  const { classify } = reader;
   if (turns.previous === null && turns.assistant === null) return classify(turns.latest);
-  const reading = readContext(turns, cues, classify, offerOf);
+  const reading = readContext(turns, cues, classify, reader.offer);
   const { own, previous, offer } = reading;
   if (own.trivial) return own;
-  const shape = shapeOf(turns.latest, cues);
-  const features = featuresInContext(turns, reading, shape, featuresOf(turns.latest));
-  const { score, top } = model.score(features.names, features.hashes);
+  const shape = shapeOf(reader.cleaned(turns.latest), cues);
+  const { score, top } = model.score(featuresInContext(turns, reading, shape, reader.features(turns.latest)));
   const mode = score >= model.threshold ? 'ACTION' : 'ANSWER';
-  const scored = { score, unsure: score > model.band[0] && score < model.band[1], scorer: model.id, features: [...top] };
+  const unsure = score > model.band[0] && score < model.band[1];
   const { kind } = shape;
   // A turn that stands on its own and agrees with context keeps its own step.
-  if (mode === own.mode && kind === null) return { ...own, ...scored };
+  if (mode === own.mode && kind === null) return rescored(own, own, score, unsure, model.id, top);
   const source = offer ?? previous;
   const followed = kind === 'decline' || (mode === 'ANSWER' && source?.mode === 'ACTION') ? 'decline' : offer ? 'offer' : 'previous';
-  // Object.assign: `followed` is a key `own` lacks, and keys added after a spread are slow on Node 20 (see routeRequest).
-  if (mode === 'ANSWER') return Object.assign({}, own, scored, { mode, trivial: false, confidence: 'NONE' as const, step: 'context' as const, debate: noDebate(), followed });
-  return Object.assign({}, own, scored, {
+  if (mode === 'ANSWER') return rescored(own, { mode, trivial: false, confidence: 'NONE', step: 'context', debate: noDebate(), followed }, score, unsure, model.id, top);
+  return rescored(own, {
     mode,
-    confidence: own.confidence === 'NONE' ? (source?.mode === 'ACTION' ? source.confidence : 'WEAK' as const) : own.confidence,
-    step: 'context' as const,
+    trivial: own.trivial,
+    confidence: own.confidence === 'NONE' ? (source?.mode === 'ACTION' ? source.confidence : 'WEAK') : own.confidence,
+    step: 'context',
     debate: source?.mode === 'ACTION' ? source.debate : own.debate,
     followed,
-  });
+  }, score, unsure, model.id, top);
+}
+
+/** What classifyInContext reads the turns with (the classifier's own functions, and its caches in front of them). */
+export interface TurnReader {
+  /** Routes one message on its own. */
+  readonly classify: (text: string) => Decision;
+  /** The scorer's features of a message. */
+  readonly features: (text: string) => MessageFeatures;
+  /** A message through cleanText. */
+  readonly cleaned: (text: string) => string;
+  /** The offer in an assistant turn (offerIn). */
+  readonly offer?: (assistant: string, cues: ContextCues) => string | null;
+}
+
+type Route = Pick<Decision, 'mode' | 'trivial' | 'confidence' | 'step' | 'debate' | 'followed'>;
+
+/**
+ * `own` with the route and the context model's score, built field by field in a decision's order:
+ * spreading `own`, then adding keys it lacks, was slow on Node 20.
+ */
+function rescored(own: Decision, route: Route, score: number, unsure: boolean, scorer: string, top: readonly FeatureWeight[]): Decision {
+  const decision: Decision = {
+    mode: route.mode,
+    trivial: route.trivial,
+    confidence: route.confidence,
+    triggers: own.triggers,
+    step: route.step,
+    debate: route.debate,
+    score,
+    unsure,
+    scorer,
+    features: [...top],
+    scan: own.scan,
+    engine: own.engine,
+  };
+  if (own.micros !== undefined) decision.micros = own.micros;
+  if (route.followed !== undefined) decision.followed = route.followed;
+  return decision;
 }
 
 type Message = { readonly role?: unknown; readonly content?: unknown };

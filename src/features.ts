@@ -1,10 +1,10 @@
 /**
  * The scorer's view of a message: named binary features from the rules' evidence, the wording and the
- * message's shape. Names are plain strings (`w:calendar`, `r:operation.fix`) so an explanation can show
- * them; the scorer hashes them into its weight table.
+ * message's shape. Each has a plain name (`w:calendar`, `r:operation.fix`) that an explanation can show;
+ * the scorer reads a feature by its name's hash, so names are made only when shown.
  */
 import type { Category } from './categories.js';
-import { fnv1a } from './scorer.js';
+import { featureNames, fnv1a, type HashedFeatures } from './scorer.js';
 import type { Step } from './decision.js';
 
 export interface RuleEvidence {
@@ -145,13 +145,16 @@ function isWord(token: string): boolean {
  * invisible characters gone, look-alikes folded). Each feature is listed once.
  */
 export function featuresOf(text: string, evidence: RuleEvidence): string[] {
-  return hashedFeaturesOf(text, evidence).names;
+  return featureNames(hashedFeaturesOf(text, evidence));
 }
 
-/** Features each listed once, in the order first met, with the FNV-1a hash the scorer slots each by. */
-export interface HashedFeatures {
-  readonly names: string[];
-  readonly hashes: number[];
+/**
+ * A message's features, each listed once in the order first met, as the scorer reads them: by the
+ * FNV-1a hash of its name. `wording` lists the features of the message's words (f1:, f2:, w:, k:),
+ * which the context model reads again.
+ */
+export interface MessageFeatures extends HashedFeatures {
+  readonly wording: readonly number[];
 }
 
 /** The prefixes of features made of a prefix and a part, with their hashes. */
@@ -162,7 +165,7 @@ const PREFIX_HASHES = Object.fromEntries(PREFIXES.map((prefix) => [prefix, fnv1a
 /**
  * The open-addressing tables behind FeatureCollector, shared by every call (one message is collected at
  * a time), smallest first: a message starts in the first and moves up a size when it fills half of one.
- * Slot i is the pair [generation, index + 1 into the collector's names] at 2i, and counts only while it
+ * Slot i is the pair [generation, index + 1 into the collector's features] at 2i, and counts only while it
  * holds the collector's generation, so nothing is cleared between messages. Shared, because a table per
  * message (allocated, then grown for most messages) cost more than the hashing; small, and a slot's two
  * numbers side by side, because between the requests of a gateway the table has left the cache, and
@@ -172,14 +175,18 @@ const tables: Int32Array[] = [new Int32Array(2 * 256)];
 let generation = 0;
 
 /**
- * A set of features keyed by their FNV-1a hash (an equal hash is checked against the name): the hash
- * each feature needs for its weight is computed once, where a Set hashed it once more for itself. A
- * feature written as a prefix and a part continues the prefix's hash over the part, so the joined name
- * is never read character by character.
+ * A set of features keyed by their FNV-1a hash (an equal hash is checked against the name's parts). A
+ * feature written as a prefix and parts continues the prefix's hash over the parts and keeps the parts:
+ * its name is made only when asked for (an explanation shows five), never read character by character.
+ * Two names are equal exactly when their prefix and parts are: no part holds a space, and no plain name
+ * starts with a prefix.
  */
-class FeatureCollector implements HashedFeatures {
-  readonly names: string[] = [];
+class FeatureCollector implements MessageFeatures {
   readonly hashes: number[] = [];
+  readonly wording: number[] = [];
+  private readonly prefixes: (Prefix | '')[] = [];
+  private readonly firsts: string[] = [];
+  private readonly seconds: (string | null)[] = [];
   private readonly generation: number;
   private level = 0;
   private table = tables[0] as Int32Array;
@@ -190,35 +197,50 @@ class FeatureCollector implements HashedFeatures {
     this.generation = generation;
   }
 
+  name(index: number): string {
+    const prefix = this.prefixes[index] as Prefix | '';
+    const second = this.seconds[index];
+    return second === null ? prefix + (this.firsts[index] as string) : `${prefix}${this.firsts[index] as string} ${second}`;
+  }
+
   add(name: string): void {
-    this.insert(name, fnv1a(name));
+    this.insert('', name, null, fnv1a(name));
   }
 
   /** Adds `prefix + part`. */
-  addJoined(prefix: Prefix, part: string): void {
-    this.insert(prefix + part, fnv1a(part, PREFIX_HASHES[prefix]));
+  addJoined(prefix: Prefix, part: string): boolean {
+    return this.insert(prefix, part, null, fnv1a(part, PREFIX_HASHES[prefix]));
   }
 
   /** Adds `prefix + first + ' ' + second`. */
-  addPair(prefix: Prefix, first: string, second: string): void {
-    this.insert(`${prefix}${first} ${second}`, fnv1a(second, fnv1a(' ', fnv1a(first, PREFIX_HASHES[prefix]))));
+  addPair(prefix: Prefix, first: string, second: string): boolean {
+    return this.insert(prefix, first, second, fnv1a(second, fnv1a(' ', fnv1a(first, PREFIX_HASHES[prefix]))));
   }
 
-  private insert(name: string, hash: number): void {
+  /** Adds a feature of the message's words. */
+  addWording(prefix: Prefix, first: string, second: string | null = null): void {
+    if (second === null ? this.addJoined(prefix, first) : this.addPair(prefix, first, second)) this.wording.push(this.hashes.length - 1);
+  }
+
+  /** Whether the feature was new. */
+  private insert(prefix: Prefix | '', first: string, second: string | null, hash: number): boolean {
     const mine = this.generation;
     const table = this.table;
     const mask = table.length / 2 - 1;
     let slot = hash & mask;
     while (table[2 * slot] === mine) {
       const held = (table[2 * slot + 1] as number) - 1;
-      if (this.hashes[held] === hash && this.names[held] === name) return;
+      if (this.hashes[held] === hash && this.prefixes[held] === prefix && this.firsts[held] === first && this.seconds[held] === second) return false;
       slot = (slot + 1) & mask;
     }
-    this.names.push(name);
     this.hashes.push(hash);
+    this.prefixes.push(prefix);
+    this.firsts.push(first);
+    this.seconds.push(second);
     table[2 * slot] = mine;
-    table[2 * slot + 1] = this.names.length;
-    if (this.names.length * 2 > mask + 1) this.moveUp();
+    table[2 * slot + 1] = this.hashes.length;
+    if (this.hashes.length * 2 > mask + 1) this.moveUp();
+    return true;
   }
 
   /** Into the next size of table, which is made the first time a message needs it. */
@@ -237,8 +259,8 @@ class FeatureCollector implements HashedFeatures {
   }
 }
 
-/** featuresOf, with each feature's hash. */
-export function hashedFeaturesOf(text: string, evidence: RuleEvidence): HashedFeatures {
+/** featuresOf, as the scorer reads them. */
+export function hashedFeaturesOf(text: string, evidence: RuleEvidence): MessageFeatures {
   const features = new FeatureCollector();
   const add = (feature: string) => features.add(feature);
   const joined = (prefix: Prefix, part: string) => features.addJoined(prefix, part);
@@ -275,8 +297,8 @@ export function hashedFeaturesOf(text: string, evidence: RuleEvidence): HashedFe
   }
   add(lengthBucket(words));
   if (first !== undefined) {
-    joined('f1:', first);
-    if (second !== undefined) features.addPair('f2:', first, second);
+    features.addWording('f1:', first);
+    if (second !== undefined) features.addWording('f2:', first, second);
   }
   let previous: string | undefined;
   for (const token of tokens) {
@@ -284,12 +306,12 @@ export function hashedFeaturesOf(text: string, evidence: RuleEvidence): HashedFe
       // No spaces between words: characters and character pairs stand in for words.
       const chars = Array.from(token);
       chars.forEach((char, at) => {
-        joined('k:', char);
+        features.addWording('k:', char);
         const next = chars[at + 1];
-        if (next !== undefined) joined('k:', char + next);
+        if (next !== undefined) features.addWording('k:', char + next);
       });
     } else {
-      joined('w:', token);
+      features.addWording('w:', token);
       if (token.length > PREFIX_LETTERS + 1) joined('p:', token.slice(0, PREFIX_LETTERS));
     }
     if (previous !== undefined) features.addPair('b:', previous, token);

@@ -3,7 +3,8 @@
  */
 export { CACHE_TEXT_LENGTH, createClassifier, DEFAULT_CACHE_ENTRIES, DEFAULT_SCAN_BUDGET, ENGINES, defaultContextModel, defaultRuleSet, defaultScorer, type Classifier, type ClassifierOptions } from './classifier.js';
 export { contextFeatures, offerIn, readContext, turnsOf, type ContextCues, type ContextReading, type Turns } from './context.js';
-export { createScorer, ScorerDataSchema, ScorerError, type FeatureWeight, type Scorer, type ScorerData } from './scorer.js';
+export { createScorer, featureNames, namedFeatures, ScorerDataSchema, ScorerError, type FeatureWeight, type HashedFeatures, type Scorer, type ScorerData } from './scorer.js';
+export type { MessageFeatures } from './features.js';
 export { trainScorer, type TrainingExample, type TrainOptions } from './train.js';
 export { confidenceOf } from './classify.js';
 export { CATEGORIES, CATEGORY_ROLES, type Category, type Stakes } from './categories.js';

@@ -47,12 +47,30 @@ export interface Score {
   readonly top: readonly FeatureWeight[];
 }
 
+/**
+ * Features as a scorer reads them: a hash per feature, which picks its weight, and its name, made only
+ * for the few an explanation shows.
+ */
+export interface HashedFeatures {
+  readonly hashes: readonly number[];
+  name(index: number): string;
+}
+
+/** Features given by their names, each hashed with fnv1a. */
+export function namedFeatures(names: readonly string[]): HashedFeatures {
+  return { hashes: names.map((name) => fnv1a(name)), name: (index) => names[index] as string };
+}
+
+/** Every name of `features`, in order. */
+export function featureNames(features: HashedFeatures): string[] {
+  return features.hashes.map((_, index) => features.name(index));
+}
+
 export interface Scorer {
   readonly id: string;
   readonly threshold: number;
   readonly band: readonly [number, number];
-  /** `hashes`, when given, holds each feature's fnv1a (see hashedFeaturesOf), so it is not hashed again. */
-  score(features: readonly string[], hashes?: readonly number[]): Score;
+  score(features: HashedFeatures): Score;
 }
 
 /** FNV-1a over UTF-16 code units, with a seed so two independent digests can be made. */
@@ -70,9 +88,15 @@ export function digest(text: string): string {
   return fnv1a(text).toString(16).padStart(8, '0') + fnv1a(text, 0x9e3779b9).toString(16).padStart(8, '0');
 }
 
-/** The slot of a feature in a table of 2^bits weights. */
-export function slotOf(feature: string, bits: number): number {
-  return fnv1a(feature) & ((1 << bits) - 1);
+/**
+ * A hash of two hashes (a feature read in a setting: a word with the route it continues), mixed so its
+ * low bits, which pick the slot, depend on every bit of both.
+ */
+export function combineHashes(first: number, second: number): number {
+  let hash = (first ^ Math.imul(second, 0xcc9e2d51)) >>> 0;
+  hash = Math.imul(hash ^ (hash >>> 16), 0x85ebca6b);
+  hash = Math.imul(hash ^ (hash >>> 13), 0xc2b2ae35);
+  return (hash ^ (hash >>> 16)) >>> 0;
 }
 
 /** The digest the `id` field must hold: every field but `id`, in a fixed order. */
@@ -146,32 +170,32 @@ export function createScorer(input: unknown): Scorer {
   const { a, b } = data.calibration;
   const topSizes = new Float64Array(TOP_FEATURES);
   const topWeights = new Float64Array(TOP_FEATURES);
-  const topNames: string[] = new Array<string>(TOP_FEATURES).fill('');
+  const topIndices = new Int32Array(TOP_FEATURES);
 
   return {
     id,
     threshold: data.threshold,
     band: data.band,
-    score(features, hashes) {
+    score(features) {
       let margin = data.bias;
       const mask = (1 << data.bits) - 1;
-      const count = features.length;
+      const hashes = features.hashes;
+      const count = hashes.length;
       if (stored.length < count) stored = new Int32Array(2 * count);
       // The weights are read first, in a loop that nothing in it waits on: the reads of a message's
       // features, each likely a cache miss between the requests of a gateway, are then in flight
       // together instead of one after the other behind the branches below.
       for (let index = 0; index < count; index += 1) {
-        const hash = hashes?.[index];
-        const slot = hash === undefined ? slotOf(features[index] as string, data.bits) : hash & mask;
+        const slot = (hashes[index] as number) & mask;
         stored[index] = sparse === null ? ((dense as Int16Array)[slot] as number) : sparseWeight(sparse, slot);
       }
       // The strongest pulls, kept sorted by size as they come: a handful of comparisons per feature,
-      // no sort; a new pull goes after those of the same size. Plain arrays, no object per candidate.
+      // no sort; a new pull goes after those of the same size. Plain arrays, no object per candidate,
+      // and names made for the kept ones only.
       let kept = 0;
       for (let index = 0; index < count; index += 1) {
         const weightStored = stored[index] as number;
         if (weightStored === 0) continue;
-        const feature = features[index] as string;
         const weight = weightStored / scale;
         margin += weight;
         const size = Math.abs(weight);
@@ -181,15 +205,15 @@ export function createScorer(input: unknown): Scorer {
         for (let move = Math.min(kept, TOP_FEATURES - 1); move > at; move -= 1) {
           topSizes[move] = topSizes[move - 1] as number;
           topWeights[move] = topWeights[move - 1] as number;
-          topNames[move] = topNames[move - 1] as string;
+          topIndices[move] = topIndices[move - 1] as number;
         }
         topSizes[at] = size;
         topWeights[at] = weight;
-        topNames[at] = feature;
+        topIndices[at] = index;
         if (kept < TOP_FEATURES) kept += 1;
       }
       const top: FeatureWeight[] = [];
-      for (let at = 0; at < kept; at += 1) top.push({ feature: topNames[at] as string, weight: topWeights[at] as number });
+      for (let at = 0; at < kept; at += 1) top.push({ feature: features.name(topIndices[at] as number), weight: topWeights[at] as number });
       return { score: sigmoid(a * margin + b), top };
     },
   };

@@ -1,4 +1,3 @@
-import { fnv1a } from './scorer.js';
 
 /**
  * A bounded least-recently-used map from a message's text to what was computed from it. Agent loops
@@ -9,6 +8,8 @@ import { fnv1a } from './scorer.js';
  * A text is kept the second time it is set: the first time leaves only a number behind (a 30-bit hash
  * among the last `maxEntries × 4` first sightings). Most messages are seen once, and a value kept for
  * them would outlive young-generation collections, then be promoted, marked and swept for nothing.
+ * The number is made from the length and at most SAMPLED characters spread over the text: two texts
+ * that share it only make the second one kept at its first sighting.
  */
 export interface TextCache<V> {
   get(text: string): V | undefined;
@@ -32,7 +33,7 @@ export function createTextCache<V>(maxEntries: number, maxTextLength: number): T
     },
     set(text, value) {
       if (maxEntries === 0 || text.length > maxTextLength) return;
-      const sighting = fnv1a(text) >>> 2;
+      const sighting = sightingOf(text);
       if (!sighted.delete(sighting)) {
         sighted.set(sighting, 0);
         if (sighted.size > maxSighted) sighted.delete(sighted.keys().next().value as number);
@@ -46,4 +47,15 @@ export function createTextCache<V>(maxEntries: number, maxTextLength: number): T
       return entries.size;
     },
   };
+}
+
+/** Characters a sighting reads, spread over the text. */
+const SAMPLED = 48;
+
+/** A 30-bit number for a text (FNV-1a over its length and some of its characters): small integers stay unboxed. */
+function sightingOf(text: string): number {
+  const step = Math.max(1, Math.floor(text.length / SAMPLED));
+  let hash = Math.imul(0x811c9dc5 ^ text.length, 0x01000193);
+  for (let at = 0; at < text.length; at += step) hash = Math.imul(hash ^ text.charCodeAt(at), 0x01000193);
+  return hash >>> 2;
 }

@@ -3,10 +3,10 @@
  * hyper-parameters, so the same examples in the same order give the same weights, bit for bit. Then
  * calibrates on a development split and picks the threshold and the unsure band there.
  */
-import { scorerDigest, sigmoid, slotOf, SCORER_VERSION, type ScorerData } from './scorer.js';
+import { scorerDigest, sigmoid, SCORER_VERSION, type HashedFeatures, type ScorerData } from './scorer.js';
 
 export interface TrainingExample {
-  readonly features: readonly string[];
+  readonly features: HashedFeatures;
   readonly action: boolean;
 }
 
@@ -30,8 +30,10 @@ interface Row {
   readonly y: number;
 }
 
-const rowsOf = (examples: readonly TrainingExample[], bits: number): Row[] =>
-  examples.map(({ features, action }) => ({ slots: Uint32Array.from(new Set(features.map((feature) => slotOf(feature, bits)))), y: action ? 1 : 0 }));
+const rowsOf = (examples: readonly TrainingExample[], bits: number): Row[] => {
+  const mask = (1 << bits) - 1;
+  return examples.map(({ features, action }) => ({ slots: Uint32Array.from(new Set(features.hashes.map((hash) => hash & mask))), y: action ? 1 : 0 }));
+};
 
 function margin(row: Row, weights: Float64Array, bias: number): number {
   let sum = bias;

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { hashedFeaturesOf, tokensOf, type RuleEvidence } from '../../src/features.js';
-import { fnv1a } from '../../src/scorer.js';
+import { featureNames, fnv1a } from '../../src/scorer.js';
 
 /** The wording features' tokens as the regex defines them, with the same head and tail. */
 const TOKEN = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Thai}\p{Script=Lao}\p{Script=Khmer}\p{Script=Myanmar}]+|[\p{L}\p{N}_]+(?:'\p{L}+)?|[?:!$`>#@/.=|~-]/gu;
@@ -27,7 +27,7 @@ describe('tokensOf', () => {
   });
 
   it('reads Thai, written without spaces, by characters and pairs as it reads Japanese', () => {
-    const names = hashedFeaturesOf('เปิดไฟ', { matched: [], cancelled: [], step: 'default', question: false, external: false, distinctTriggers: 0 }).names;
+    const names = featureNames(hashedFeaturesOf('เปิดไฟ', { matched: [], cancelled: [], step: 'default', question: false, external: false, distinctTriggers: 0 }));
     expect(names).toEqual(expect.arrayContaining(['k:เ', 'k:เป', 'k:ไฟ']));
     expect(names).not.toContain('w:เปิดไฟ');
   });
@@ -52,10 +52,12 @@ describe('hashedFeaturesOf', () => {
         const texts = messages.map((words) => words.join(' '));
         const first = texts.map((text) => hashedFeaturesOf(text, evidence));
         const again = [...texts].reverse().map((text) => hashedFeaturesOf(text, evidence)).reverse();
-        first.forEach(({ names, hashes }, index) => {
+        first.forEach((features, index) => {
+          const names = featureNames(features);
           expect(new Set(names).size).toBe(names.length);
-          expect(hashes).toEqual(names.map((name) => fnv1a(name)));
-          expect(names).toEqual(again[index]?.names);
+          expect(features.hashes).toEqual(names.map((name) => fnv1a(name)));
+          expect(names).toEqual(featureNames(again[index]!));
+          expect(features.wording.map((at) => names[at])).toEqual(names.filter((name) => /^(f1|f2|w|k):/.test(name)));
           for (const token of tokensOf(texts[index] as string)) if (token !== '…') expect(names).toContain(`w:${token}`);
         });
       }),

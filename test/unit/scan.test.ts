@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createClassifier, DecisionSchema, DEFAULT_SCAN_BUDGET, type Classifier } from '../../src/index.js';
 import { readWindow, scanWindow } from '../../src/scan.js';
@@ -219,6 +220,20 @@ describe('readWindow: the budget applies to the normalised text', () => {
   it('a text within the budget once cleaned is read whole, in one piece', () => {
     const text = `fix ${'the tests '.repeat(500)}now`;
     expect(read(text, 8192)).toEqual({ text: cleanText(text), length: text.length, scanned: cleanText(text).length, truncated: false });
+  });
+
+  it('a text read whole is cleaned exactly as cleanText cleans it, wherever its pieces were cut', () => {
+    // Context reads the latest turn's cleaned text from the rules' window: pieces are cleaned apart,
+    // so a seam inside a line break, before a mark or inside spaced letters must change nothing.
+    const piece = fc.constantFrom('\r\n', '\r', '\n', 'e\u0301', '\u0301', '\u200b', ' ', '  ', 'f i x e s ', 'word ', 'Ünïcödé ', '\ud83d\ude00', '\ufdfa', 'ﬁ', '\t', 'x');
+    fc.assert(
+      fc.property(fc.array(piece, { maxLength: 1500 }), fc.integer({ min: 256, max: 4096 }), (pieces, budget) => {
+        const text = pieces.join('');
+        const window = read(text, budget);
+        if (!window.truncated) expect(window.text).toBe(cleanText(text));
+      }),
+      { numRuns: 300 },
+    );
   });
 
   it('reads head and tail of a long text, as scanWindow does on the cleaned text', () => {
