@@ -1,0 +1,47 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { previewOf, redactSecrets } from '../../src/index.js';
+
+/** One secret of every kind redacted, each inside ordinary words. */
+const SECRETS = [
+  '-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA',
+  'sk-proj-abcdEFGH1234ijkl',
+  'sk_live_abcdEFGH1234',
+  'ghp_abcdefghijklmnop1234',
+  'github_pat_abcdefghijklmnop1234',
+  'xoxb-12345678-abcdefgh',
+  'AKIAABCDEFGHIJKLMNOP',
+  'AIzaSyAbcdefghijklmnopqrstu',
+  'glpat-abcdefghijklmnop12',
+  'npm_abcdefghijklmnopqrstuv12',
+  'hf_abcdefghijklmnopqrstuv12',
+  'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.sig',
+  'Bearer abcdefgh12345678',
+  'postgres://admin:hunter2@db.internal:5432/app',
+  'password=hunter2hunter2',
+  'API_KEY: "abc123def456"',
+  'QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVphYmNkZWZnaGlqa2xtbm9w',
+];
+
+describe('redactSecrets', () => {
+  it.each(SECRETS)('redacts %j', (secret) => {
+    const out = redactSecrets(`please look at ${secret} and tell me why it fails`);
+    expect(out).toContain('[REDACTED');
+    expect(out.startsWith('please look at ')).toBe(true);
+  });
+
+  it('returns text without a secret as it is, and finds a secret wherever it sits', () => {
+    const plain = fc.stringMatching(/^[a-z ,.?!\n]{0,80}$/);
+    fc.assert(
+      fc.property(plain, plain, fc.constantFrom(...SECRETS), (before, after, secret) => {
+        expect(redactSecrets(before + after)).toBe(before + after);
+        expect(redactSecrets(`${before} ${secret} ${after}`)).not.toContain(secret);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('a preview never shows a secret cut by its length', () => {
+    expect(previewOf(`${'x '.repeat(22)}sk-proj-abcdEFGH1234ijkl`)).not.toMatch(/sk-proj/);
+  });
+});
