@@ -213,6 +213,11 @@ function stanceOf(assistant: string | null, offered: boolean, content: boolean):
 }
 
 const WORDING_HASH = fnv1a('t:');
+/**
+ * Word features of the latest turn the context model reads, first met first (its first words, then its
+ * words in order): a follow-up is short, and a long turn stands on its own.
+ */
+const CONTEXT_WORDING = 24;
 const ROUTE_HASHES: Readonly<Record<Decision['mode'] | 'none', number>> = { ACTION: fnv1a('|ACTION'), ANSWER: fnv1a('|ANSWER'), none: fnv1a('|none') };
 
 /**
@@ -248,8 +253,9 @@ function featuresInContext(turns: Turns, reading: ContextReading, shape: LatestS
   const hashes = names.map((name) => fnv1a(name));
   const named = names.length;
   const route = ROUTE_HASHES[continued];
-  for (const index of latest.wording) {
-    const hash = combineHashes(WORDING_HASH, latest.hashes[index] as number);
+  const wording = Math.min(latest.wording.length, CONTEXT_WORDING);
+  for (let at = 0; at < wording; at += 1) {
+    const hash = combineHashes(WORDING_HASH, latest.hashes[latest.wording[at] as number] as number);
     hashes.push(hash, combineHashes(hash, route));
   }
   return {

@@ -1,15 +1,16 @@
-
 /**
  * A bounded least-recently-used map from a message's text to what was computed from it. Agent loops
  * resend the same human turn on every tool round trip, and each request of a conversation carries the
  * previous human turn again for context: both are read once or twice, not on every request. Only texts
  * up to `maxTextLength` are kept, so the memory held is at most entries × that length.
  *
- * A text is kept the second time it is set: the first time leaves only a number behind (a 30-bit hash
- * among the last `maxEntries × 4` first sightings). Most messages are seen once, and a value kept for
- * them would outlive young-generation collections, then be promoted, marked and swept for nothing.
- * The number is made from the length and at most SAMPLED characters spread over the text: two texts
- * that share it only make the second one kept at its first sighting.
+ * A text is kept the second time it is set: the first time leaves only a number behind, in one of
+ * `maxEntries × 4` slots of a typed array picked by the number, where a later first sighting picking the
+ * same slot takes its place. Most messages are seen once, and a value kept for them would outlive
+ * young-generation collections, then be promoted, marked and swept for nothing; a Map of sightings,
+ * oldest dropped first, walked past every dropped entry to find the oldest (0.6 µs a message). The
+ * number is made from the length and at most SAMPLED characters spread over the text: two texts that
+ * share it only make the second one kept at its first sighting.
  */
 export interface TextCache<V> {
   get(text: string): V | undefined;
@@ -19,9 +20,8 @@ export interface TextCache<V> {
 
 export function createTextCache<V>(maxEntries: number, maxTextLength: number): TextCache<V> {
   const entries = new Map<string, V>();
-  // Small integers only: a map of them holds no object the collector has to visit.
-  const sighted = new Map<number, 0>();
-  const maxSighted = maxEntries * 4;
+  // Sightings plus one: 0 is an empty slot.
+  const sighted = new Int32Array(maxEntries * 4);
   return {
     get(text) {
       const value = entries.get(text);
@@ -33,12 +33,13 @@ export function createTextCache<V>(maxEntries: number, maxTextLength: number): T
     },
     set(text, value) {
       if (maxEntries === 0 || text.length > maxTextLength) return;
-      const sighting = sightingOf(text);
-      if (!sighted.delete(sighting)) {
-        sighted.set(sighting, 0);
-        if (sighted.size > maxSighted) sighted.delete(sighted.keys().next().value as number);
+      const sighting = sightingOf(text) + 1;
+      const slot = sighting % sighted.length;
+      if (sighted[slot] !== sighting) {
+        sighted[slot] = sighting;
         return;
       }
+      sighted[slot] = 0;
       entries.delete(text);
       entries.set(text, value);
       if (entries.size > maxEntries) entries.delete(entries.keys().next().value as string);

@@ -22,14 +22,23 @@ describe('createTextCache', () => {
     expect(cache.size).toBe(2);
   });
 
-  it('forgets first sightings beyond maxEntries × 4 of them', () => {
+  it('forgets a first sighting once later ones take its slot, of maxEntries × 4', () => {
     const cache = createTextCache<number>(2, 100);
     cache.set('a', 1);
-    for (let i = 0; i < 8; i += 1) cache.set(`other ${i}`, i);
+    for (let i = 0; i < 200; i += 1) cache.set(`other ${i}`, i);
     cache.set('a', 1);
     expect(cache.get('a')).toBeUndefined();
     cache.set('a', 1);
     expect(cache.get('a')).toBe(1);
+    expect(cache.size).toBe(1);
+  });
+
+  it('keeps a text seen twice with other first sightings between, while they leave its slot alone', () => {
+    const cache = createTextCache<number>(64, 100);
+    cache.set('again', 1);
+    for (let i = 0; i < 8; i += 1) cache.set(`other ${i}`, i);
+    cache.set('again', 1);
+    expect(cache.get('again')).toBe(1);
   });
 
   it('does not keep texts longer than maxTextLength, nor anything with 0 entries', () => {
