@@ -57,6 +57,8 @@ export interface Classifier {
   features(text: string): string[];
   /** The scorer's features of a message as it reads them (what training reads). */
   hashedFeatures(text: string): MessageFeatures;
+  /** A message through cleanText: the rules' window when they last read all of it, else cleaned anew. */
+  cleaned(text: string): string;
   readonly ruleIds: readonly string[];
   readonly engine: EngineName;
   /** Id of the scorer weights; null when the rules alone decide. */
@@ -110,12 +112,14 @@ export function createClassifier(options: ClassifierOptions = {}): Classifier {
     offers.set(tail, offer);
     return offer;
   };
-  const reader: TurnReader = { classify, features: hashedFeatures, cleaned: (text) => cleanedText(compiled, text, scanBudget), offer: offerOf };
+  const cleaned = (text: string): string => cleanedText(compiled, text, scanBudget);
+  const reader: TurnReader = { classify, features: hashedFeatures, cleaned, offer: offerOf };
   return {
     classify,
     classifyTurns: (turns) => (contextModel === null || cues === null ? classify(turns.latest) : classifyInContext(turns, cues, contextModel, reader)),
     features: (text) => featureNames(hashedFeatures(text)),
     hashedFeatures,
+    cleaned,
     ruleIds: compiled.rules.map((rule) => rule.id),
     engine: engine.name,
     scorerId: scorer?.id ?? null,

@@ -96,7 +96,7 @@ export function readHumanTurns(state: RoutingState, format: ChatFormat, body: Js
 export function classifyRequest(state: RoutingState, format: ChatFormat, body: JsonObject, human: HumanTurns, override: Mode | null, session: string | null): ClassifiedRequest {
   const classified = state.classifier.classifyTurns(human.turns);
   const forced = override === null ? null : applyOverride(classified, override);
-  const task = session === null ? null : taskKeyOf(human.text);
+  const task = session === null ? null : taskKeyOf(human.text, state.classifier.cleaned);
   // An unsure decision under hard routing follows routing.onUnsure; an override or soft routing has already decided.
   const unsurePolicy: UnsurePolicy | null = classified.unsure && !forced && state.hardRouting ? (state.onUnsure ?? 'soft') : null;
   const settled = (applied: Decision, hard: boolean, wantsTiebreak: boolean): ClassifiedRequest => ({ format, body, human, classified, forced: override, unsurePolicy, task, applied, hard, wantsTiebreak });

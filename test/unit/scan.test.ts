@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { createClassifier, DecisionSchema, DEFAULT_SCAN_BUDGET, type Classifier } from '../../src/index.js';
+import { createClassifier, DecisionSchema, DEFAULT_SCAN_BUDGET, taskKeyOf, type Classifier } from '../../src/index.js';
 import { readWindow, scanWindow } from '../../src/scan.js';
 import { cleanCharacters, cleanText, joinCleaned } from '../../src/normalize.js';
 
@@ -233,6 +233,19 @@ describe('readWindow: the budget applies to the normalised text', () => {
         if (!window.truncated) expect(window.text).toBe(cleanText(text));
       }),
       { numRuns: 300 },
+    );
+  });
+
+  it("a task key made from the classifier's cleaned text is the key made from the text", () => {
+    const classifierWithScorer = createClassifier();
+    const piece = fc.constantFrom('\r\n', 'e\u0301', '\u200b', '  ', 'f i x e s ', 'Deploy ', 'тест ', 'ﬁ', '\ufdfa', 'x');
+    fc.assert(
+      fc.property(fc.array(piece, { maxLength: 2500 }), (pieces) => {
+        const text = pieces.join('');
+        classifierWithScorer.classify(text);
+        expect(taskKeyOf(text, classifierWithScorer.cleaned)).toBe(taskKeyOf(text));
+      }),
+      { numRuns: 200 },
     );
   });
 
