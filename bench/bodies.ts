@@ -117,6 +117,11 @@ export const DISTINCT_TURNS = 2 * Math.min(...[QUESTIONS, REQUESTS].map((kind) =
 /** A prime step (no template's size is a multiple of it), so consecutive uses of a template differ in many slots. */
 const STRIDE = 7_919;
 
+/** The turns classifyTurns reads from the i-th body: its latest turn, and the earlier exchange every body carries. */
+export function conversationTurns(i: number): { latest: string; previous: string; assistant: string } {
+  return { latest: latestTurn(i), previous: HISTORY[0]!.content, assistant: HISTORY[1]!.content };
+}
+
 /** The i-th latest turn: even i a question, odd i a request to act; distinct for i below DISTINCT_TURNS. */
 export function latestTurn(i: number): string {
   const kind = i % 2 === 0 ? QUESTIONS : REQUESTS;
