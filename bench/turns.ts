@@ -74,15 +74,15 @@ const own = resolve(fileURLToPath(new URL('..', import.meta.url)));
 const baselineDir = option('--baseline');
 const baseline = baselineDir === undefined ? null : resolve(baselineDir, 'dist');
 if (baseline !== null && !existsSync(resolve(baseline, 'src/index.js'))) throw new Error(`--baseline needs a built checkout: ${resolve(baseline, 'src/index.js')} not found (npm ci && npm run build there)`);
-const builds = baseline === null ? [['this build', own]] : [['baseline', baseline], ['this build', own]];
-const results = new Map<string, RunResult[]>(builds.map(([name]) => [name as string, []]));
+const builds: [name: string, dist: string][] = baseline === null ? [['this build', own]] : [['baseline', baseline], ['this build', own]];
+const results = new Map<string, RunResult[]>(builds.map(([name]) => [name, []]));
 const runs = count('--runs', 3);
 console.log(`classifyTurns on the gateway benchmark's conversation: ${calls} warm calls, ${Math.ceil(calls / 3)} with 4 MiB written before each; medians in µs`);
 for (let round = 1; round <= runs; round += 1) {
   for (const [name, dist] of builds) {
-    const result = await run(dist as string, calls);
-    results.get(name as string)?.push(result);
-    console.log(`run ${round}  ${(name as string).padEnd(10)}  warm ${result.warm.toFixed(1).padStart(6)}  cold ${result.cold.toFixed(1).padStart(6)}`);
+    const result = await run(dist, calls);
+    results.get(name)?.push(result);
+    console.log(`run ${round}  ${name.padEnd(10)}  warm ${result.warm.toFixed(1).padStart(6)}  cold ${result.cold.toFixed(1).padStart(6)}`);
   }
 }
 for (const [name, list] of results) {

@@ -4,7 +4,7 @@
  * the scorer reads a feature by its name's hash, so names are made only when shown.
  */
 import type { Category } from './categories.js';
-import { featureNames, fnv1a, type HashedFeatures } from './scorer.js';
+import { fnv1a, type HashedFeatures } from './scorer.js';
 import type { Step } from './decision.js';
 
 export interface RuleEvidence {
@@ -141,14 +141,6 @@ function isWord(token: string): boolean {
 }
 
 /**
- * The features of one message. `text` is the normalised window the rules read (lower case, marks and
- * invisible characters gone, look-alikes folded). Each feature is listed once.
- */
-export function featuresOf(text: string, evidence: RuleEvidence): string[] {
-  return featureNames(hashedFeaturesOf(text, evidence));
-}
-
-/**
  * A message's features, each listed once in the order first met, as the scorer reads them: by the
  * FNV-1a hash of its name. `wording` lists the features of the message's words (f1:, f2:, w:, k:),
  * which the context model reads again.
@@ -259,7 +251,10 @@ class FeatureCollector implements MessageFeatures {
   }
 }
 
-/** featuresOf, as the scorer reads them. */
+/**
+ * The features of one message. `text` is the normalised window the rules read (lower case, marks and
+ * invisible characters gone, look-alikes folded).
+ */
 export function hashedFeaturesOf(text: string, evidence: RuleEvidence): MessageFeatures {
   const features = new FeatureCollector();
   const add = (feature: string) => features.add(feature);

@@ -3,7 +3,7 @@
  * as short hashes of their normalised text.
  */
 import { hash } from 'node:crypto';
-import { cleanText, normalizeText } from './normalize.js';
+import { cleanText } from './normalize.js';
 import { scanWindow } from './scan.js';
 
 /** Longest error text read for a signature: the start of a message identifies it. */
@@ -25,13 +25,12 @@ const TASK_TEXT_BUDGET = 16 * 1024;
  * The task a human request starts: its normalised text (as much as the classifier reads), hashed, so
  * the same request in other white space or case is the same task, and a huge paste costs no more than
  * classifying it. `cleaned` is cleanText, or what gives the same text (the classifier's `cleaned`,
- * which has it from classifying the turn). Normalised with no look-alikes to fold, the text is the
- * cleaned text.
+ * which has it from classifying the turn). Look-alikes are not folded: a key names the text as written.
  */
 export function taskKeyOf(humanText: string, cleaned: (text: string) => string = cleanText): string {
   const window = scanWindow(humanText, TASK_TEXT_BUDGET);
   // A cut paste also hashes its length: two pastes with the same ends and different middles differ.
-  const text = window.truncated ? `${window.length}\n${normalizeText(window.text)}` : cleaned(window.text);
+  const text = window.truncated ? `${window.length}\n${cleanText(window.text)}` : cleaned(window.text);
   return sha256Hex(text, KEY_LENGTH);
 }
 

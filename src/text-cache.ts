@@ -53,7 +53,7 @@ export function createTextCache<V>(maxEntries: number, maxTextLength: number): T
 /** Characters a sighting reads, spread over the text. */
 const SAMPLED = 48;
 
-/** A 30-bit number for a text (FNV-1a over its length and some of its characters): small integers stay unboxed. */
+/** A number for a text, FNV-1a over its length and some of its characters; 30 bits, so it and one more fit an Int32Array slot. */
 function sightingOf(text: string): number {
   const step = Math.max(1, Math.floor(text.length / SAMPLED));
   let hash = Math.imul(0x811c9dc5 ^ text.length, 0x01000193);
