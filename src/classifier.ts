@@ -5,6 +5,7 @@
 import defaultRuleSet from '../config/rules.json' with { type: 'json' };
 import defaultScorer from '../config/scorer.json' with { type: 'json' };
 import defaultContextModel from '../config/context.json' with { type: 'json' };
+import defaultLexicon from '../config/lexicon.json' with { type: 'json' };
 import { classifyText, cleanedText, readRules, scorerFeatures } from './classify.js';
 import { classifyInContext, offerIn, offerTail, type ContextCues, type TurnReader, type Turns } from './context.js';
 import type { Decision } from './decision.js';
@@ -12,6 +13,7 @@ import type { EngineName, RegexEngine } from './engines/engine.js';
 import { re2jsEngine } from './engines/re2js.js';
 import { re2wasmEngine } from './engines/re2wasm.js';
 import type { MessageFeatures } from './features.js';
+import { compileLexicon, type Lexicon } from './lexicon.js';
 import { compileRuleSet, type CompiledRuleSet } from './ruleset.js';
 import { createScorer, featureNames, type Scorer } from './scorer.js';
 import { createTextCache } from './text-cache.js';
@@ -31,6 +33,11 @@ export interface ClassifierOptions {
   scorer?: unknown;
   /** Context weights (same shape as the scorer's); null: follow-ups route on their own. Default: the shipped weights. */
   context?: unknown;
+  /**
+   * Words of other languages read as English ones (the shape of config/lexicon.json); null: none.
+   * Default: the shipped lexicon, which the shipped weights were trained with.
+   */
+  lexicon?: unknown;
   /** Regex engine; default `re2js`. */
   engine?: EngineName | RegexEngine;
   /** Most characters read per message; default DEFAULT_SCAN_BUDGET. */
@@ -76,7 +83,8 @@ export function createClassifier(options: ClassifierOptions = {}): Classifier {
   if (!Number.isInteger(scanBudget) || scanBudget < 256) throw new Error(`scanBudget must be a whole number of at least 256 characters, got ${scanBudget}`);
   const compiled: CompiledRuleSet = compileRuleSet(options.rules === undefined ? defaultRuleSet : options.rules, engine);
   const scorer: Scorer | null = options.scorer === null ? null : createScorer(options.scorer ?? defaultScorer);
-  const classifyOptions = { scanBudget, scorer, ...(options.now ? { now: options.now } : {}) };
+  const lexicon: Lexicon | null = options.lexicon === null ? null : compileLexicon(options.lexicon ?? defaultLexicon);
+  const classifyOptions = { scanBudget, scorer, lexicon, ...(options.now ? { now: options.now } : {}) };
   const cacheEntries = options.cacheEntries ?? DEFAULT_CACHE_ENTRIES;
   if (!Number.isInteger(cacheEntries) || cacheEntries < 0) throw new Error(`cacheEntries must be a whole number of 0 or more, got ${cacheEntries}`);
   // A decision kept with the scorer's features of its text, made when context first asks for them.
@@ -96,7 +104,7 @@ export function createClassifier(options: ClassifierOptions = {}): Classifier {
   const hashedFeatures = (text: string): MessageFeatures => {
     const entry = known.get(text);
     if (entry?.features) return entry.features;
-    const features = scorerFeatures(readRules(compiled, text, scanBudget));
+    const features = scorerFeatures(readRules(compiled, text, scanBudget), lexicon);
     if (entry !== undefined) entry.features = features;
     return features;
   };
@@ -126,4 +134,4 @@ export function createClassifier(options: ClassifierOptions = {}): Classifier {
   };
 }
 
-export { defaultContextModel, defaultRuleSet, defaultScorer };
+export { defaultContextModel, defaultLexicon, defaultRuleSet, defaultScorer };

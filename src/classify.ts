@@ -5,6 +5,7 @@ import { cleanCharacters, cleanText, foldLookalikes, joinCleaned, matchingForm }
 import type { CompiledRule, CompiledRuleSet } from './ruleset.js';
 import { readWindow, type ScanWindow } from './scan.js';
 import { hashedFeaturesOf, type MessageFeatures } from './features.js';
+import type { Lexicon } from './lexicon.js';
 import type { Scorer } from './scorer.js';
 
 const HAS_WORD = /[\p{L}\p{N}]/u;
@@ -18,6 +19,8 @@ export interface ClassifyOptions {
   readonly now?: () => number;
   /** The second stage; without it the rules alone decide. */
   readonly scorer?: Scorer | null;
+  /** Words of other languages the scorer reads as English ones; the scorer's weights were trained with it. */
+  readonly lexicon?: Lexicon | null;
 }
 
 /** Distinct triggers → confidence: 3 or more STRONG, 1–2 WEAK, none NONE. */
@@ -205,11 +208,11 @@ export function cleanedText(rules: CompiledRuleSet, text: string, scanBudget: nu
 }
 
 /** The scorer's features for what the rules read. */
-export function scorerFeatures(reading: RuleReading): MessageFeatures {
-  return recent.find((one) => one.reading === reading)?.features ?? featuresOfReading(reading);
+export function scorerFeatures(reading: RuleReading, lexicon: Lexicon | null): MessageFeatures {
+  return recent.find((one) => one.reading === reading)?.features ?? featuresOfReading(reading, lexicon);
 }
 
-function featuresOfReading(reading: RuleReading): MessageFeatures {
+function featuresOfReading(reading: RuleReading, lexicon: Lexicon | null): MessageFeatures {
   const kept = new Set(reading.evidence);
   return hashedFeaturesOf(reading.folded, {
     matched: [...reading.found, ...reading.signals],
@@ -218,7 +221,7 @@ function featuresOfReading(reading: RuleReading): MessageFeatures {
     question: reading.question,
     external: reading.external,
     distinctTriggers: reading.triggers.length,
-  });
+  }, lexicon);
 }
 
 /**
@@ -258,7 +261,7 @@ export function classifyText(rules: CompiledRuleSet, text: string, options: Clas
   if (!scorer || ruled.trivial || !(reading.found.length > 0 || HAS_WORD.test(reading.folded))) {
     result = decisionOf(ruled, null, ruled.mode === 'ACTION' ? 1 : 0, false, scorer?.id ?? null, [], window, engine);
   } else {
-    const features = featuresOfReading(reading);
+    const features = featuresOfReading(reading, options.lexicon ?? null);
     if (remembered !== null) remembered.features = features;
     const { score, top } = scorer.score(features);
     const mode = score >= scorer.threshold ? 'ACTION' : 'ANSWER';

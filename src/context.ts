@@ -286,8 +286,10 @@ export function classifyInContext(turns: Turns, cues: ContextCues, model: Scorer
   const mode = score >= model.threshold ? 'ACTION' : 'ANSWER';
   const unsure = score > model.band[0] && score < model.band[1];
   const { kind } = shape;
-  // A turn that stands on its own and agrees with context keeps its own step.
-  if (mode === own.mode && kind === null) return rescored(own, own, score, unsure, model.id, top);
+  // A turn that stands on its own keeps its own step when context agrees, or when context is unsure of a
+  // turn with strong evidence of its own (three triggers or more): a full request is overturned only on
+  // the model's confident reading of the turns before, and is unsure only when both readings are.
+  if (kind === null && (mode === own.mode || (unsure && own.confidence === 'STRONG'))) return rescored(own, own, score, unsure && own.unsure, model.id, top);
   const source = offer ?? previous;
   const followed = kind === 'decline' || (mode === 'ANSWER' && source?.mode === 'ACTION') ? 'decline' : offer ? 'offer' : 'previous';
   if (mode === 'ANSWER') return rescored(own, { mode, trivial: false, confidence: 'NONE', step: 'context', debate: noDebate(), followed }, score, unsure, model.id, top);

@@ -6,6 +6,7 @@
 import type { Category } from './categories.js';
 import { fnv1a, type HashedFeatures } from './scorer.js';
 import type { Step } from './decision.js';
+import type { Lexicon } from './lexicon.js';
 
 export interface RuleEvidence {
   /** Every rule that matched (triggers and signals), before cancelled ones were dropped. */
@@ -21,7 +22,7 @@ export interface RuleEvidence {
 
 /** Scripts written without spaces between words: their words are read as character n-grams. */
 const UNSPACED_CLASS = '[\\p{Script=Han}\\p{Script=Hiragana}\\p{Script=Katakana}\\p{Script=Thai}\\p{Script=Lao}\\p{Script=Khmer}\\p{Script=Myanmar}]';
-const UNSPACED = new RegExp(UNSPACED_CLASS, 'u');
+export const UNSPACED = new RegExp(UNSPACED_CLASS, 'u');
 const TOKEN = new RegExp(`${UNSPACED_CLASS}+|[\\p{L}\\p{N}_]+(?:'\\p{L}+)?|[?:!$\`>#@/.=|~-]`, 'gu');
 const SCRIPTS: readonly (readonly [string, RegExp])[] = [
   ['han', /\p{Script=Han}/u],
@@ -251,11 +252,24 @@ class FeatureCollector implements MessageFeatures {
   }
 }
 
+/** The tokens with each one the lexicon knows read as its English word; the same array when none is. */
+function inEnglish(tokens: string[], lexicon: Lexicon, unspaced: (token: string) => boolean): string[] {
+  let read: string[] | null = null;
+  tokens.forEach((token, at) => {
+    const english = unspaced(token) ? undefined : lexicon.english(token);
+    if (english === undefined) return;
+    read ??= [...tokens];
+    read[at] = english;
+  });
+  return read ?? tokens;
+}
+
 /**
  * The features of one message. `text` is the normalised window the rules read (lower case, marks and
- * invisible characters gone, look-alikes folded).
+ * invisible characters gone, look-alikes folded). A word the lexicon knows is read as its English
+ * counterpart, and counts as itself too.
  */
-export function hashedFeaturesOf(text: string, evidence: RuleEvidence): MessageFeatures {
+export function hashedFeaturesOf(text: string, evidence: RuleEvidence, lexicon: Lexicon | null = null): MessageFeatures {
   const features = new FeatureCollector();
   const add = (feature: string) => features.add(feature);
   const joined = (prefix: Prefix, part: string) => features.addJoined(prefix, part);
@@ -281,10 +295,12 @@ export function hashedFeaturesOf(text: string, evidence: RuleEvidence): MessageF
   if (text.endsWith('?')) add('ends:?');
 
   const tokens = tokensOf(prose);
+  const unspaced = (token: string) => scripts && UNSPACED.test(token);
+  const read = lexicon === null ? tokens : inEnglish(tokens, lexicon, unspaced);
   let words = 0;
   let first: string | undefined;
   let second: string | undefined;
-  for (const token of tokens) {
+  for (const token of read) {
     if (!isWord(token)) continue;
     if (words === 0) first = token;
     else if (words === 1) second = token;
@@ -295,9 +311,13 @@ export function hashedFeaturesOf(text: string, evidence: RuleEvidence): MessageF
     features.addWording('f1:', first);
     if (second !== undefined) features.addWording('f2:', first, second);
   }
+  const addWord = (word: string) => {
+    features.addWording('w:', word);
+    if (word.length > PREFIX_LETTERS + 1) joined('p:', word.slice(0, PREFIX_LETTERS));
+  };
   let previous: string | undefined;
-  for (const token of tokens) {
-    if (scripts && UNSPACED.test(token)) {
+  read.forEach((token, position) => {
+    if (unspaced(token)) {
       // No spaces between words: characters and character pairs stand in for words.
       const chars = Array.from(token);
       chars.forEach((char, at) => {
@@ -305,12 +325,14 @@ export function hashedFeaturesOf(text: string, evidence: RuleEvidence): MessageF
         const next = chars[at + 1];
         if (next !== undefined) features.addWording('k:', char + next);
       });
+      lexicon?.withinRun(token, (english) => features.addWording('w:', english));
     } else {
-      features.addWording('w:', token);
-      if (token.length > PREFIX_LETTERS + 1) joined('p:', token.slice(0, PREFIX_LETTERS));
+      addWord(token);
+      const own = tokens[position] as string;
+      if (own !== token) addWord(own);
     }
     if (previous !== undefined) features.addPair('b:', previous, token);
     previous = token;
-  }
+  });
   return features;
 }

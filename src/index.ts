@@ -1,7 +1,7 @@
 /**
  * task-router's pure core: deterministic ANSWER / ACTION routing of one message, with no I/O.
  */
-export { CACHE_TEXT_LENGTH, createClassifier, DEFAULT_CACHE_ENTRIES, DEFAULT_SCAN_BUDGET, ENGINES, defaultContextModel, defaultRuleSet, defaultScorer, type Classifier, type ClassifierOptions } from './classifier.js';
+export { CACHE_TEXT_LENGTH, createClassifier, DEFAULT_CACHE_ENTRIES, DEFAULT_SCAN_BUDGET, ENGINES, defaultContextModel, defaultLexicon, defaultRuleSet, defaultScorer, type Classifier, type ClassifierOptions } from './classifier.js';
 export { contextFeatures, offerIn, readContext, turnsOf, type ContextCues, type ContextReading, type Turns } from './context.js';
 export { createScorer, featureNames, namedFeatures, ScorerDataSchema, ScorerError, type FeatureWeight, type HashedFeatures, type Scorer, type ScorerData } from './scorer.js';
 export type { MessageFeatures } from './features.js';
@@ -11,6 +11,7 @@ export { CATEGORIES, CATEGORY_ROLES, type Category, type Stakes } from './catego
 export { DecisionSchema, TriggerSchema, MODES, CONFIDENCES, STEPS, type Confidence, type Debate, type Decision, type Mode, type Step, type Trigger } from './decision.js';
 export { ENGINE_NAMES, type CompiledPattern, type EngineName, type RegexEngine } from './engines/engine.js';
 export { normalizeText } from './normalize.js';
+export { compileLexicon, LexiconError, type Lexicon, type LexiconData } from './lexicon.js';
 export { compileRuleSet, RuleSetError, RuleSetSchema, type CompiledRuleSet, type RuleSetData } from './ruleset.js';
 export { corpusText, CorpusLineSchema, evaluate, GATES, type CorpusLine, type EvalReport, type Miss } from './evaluate.js';
 export { PROMPT_FILES, ROUTES, routeOf, type PromptSet, type Route } from './route.js';

@@ -180,6 +180,17 @@ describe('the conversation as context', () => {
     expect(stance('Here is its log:\n```\nERR pool exhausted\n```')).toEqual(['stance:content|ACTION']);
   });
 
+  it.each([
+    ['hello', 'hi, what should I do?'],
+    ['what is a monad?', 'A monad is a way to chain computations that carry context. Anything else?'],
+    ['thanks', 'You are welcome! Want me to explain more?'],
+  ])('a full request after %j keeps its own route, sure of it, whatever the context model reads', (previous, assistant) => {
+    const latest = 'fix the failing test in src/app.ts';
+    const own = classifier.classify(latest);
+    expect(own).toMatchObject({ mode: 'ACTION', confidence: 'STRONG', unsure: false });
+    expect(classifier.classifyTurns({ latest, previous, assistant })).toMatchObject({ mode: 'ACTION', step: own.step, unsure: false });
+  });
+
   it('a turn with no history routes on its own', () => {
     expect(classifier.classifyTurns({ latest: 'what is a monad?', previous: null, assistant: null })).toEqual(classifier.classify('what is a monad?'));
   });

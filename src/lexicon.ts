@@ -1,0 +1,120 @@
+/**
+ * Words of other languages read as their English counterparts by the scorer's wording features: the
+ * weights were learned mostly from English, so "envoie", "schick" and "отправь" each count as "send"
+ * (and as themselves). Forms are cleaned the way message text is (lower case, marks dropped), so a form
+ * matches with or without its accents.
+ */
+import { z } from 'zod';
+import { UNSPACED } from './features.js';
+import { cleanCharacters } from './normalize.js';
+
+export const LEXICON_VERSION = 1;
+
+/** A stem (a form ending in `*`) matches tokens that start with it; shorter ones would match unrelated words. */
+export const MIN_STEM_LENGTH = 4;
+/** Characters a stem is looked up by: every stem has at least as many. */
+const STEM_KEY = MIN_STEM_LENGTH;
+/** Longest form of an unspaced script, in characters: a run is read at each position for forms up to this long. */
+const MAX_RUN_FORM = 8;
+
+/** A token's first two UTF-16 units as one number. */
+const pairAt = (text: string): number => (text.charCodeAt(0) << 16) | text.charCodeAt(1);
+
+export const LexiconDataSchema = z.strictObject({
+  version: z.literal(LEXICON_VERSION),
+  description: z.string().optional(),
+  /** English word → language code → forms. */
+  words: z.record(z.string(), z.record(z.string(), z.array(z.string().min(1).max(40)))),
+});
+const ENGLISH_WORD = /^[a-z]+$/;
+const LANGUAGE = /^[a-z]{2,3}(?:-[A-Z][a-z]{3})?$/;
+export type LexiconData = z.infer<typeof LexiconDataSchema>;
+
+export class LexiconError extends Error {}
+
+export interface Lexicon {
+  /** The English word a token of a spaced script reads as, or undefined when it has none. */
+  english(token: string): string | undefined;
+  /** Calls `found` with the English word of every form inside a run of an unspaced script, in order met. */
+  withinRun(run: string, found: (english: string) => void): void;
+  readonly forms: number;
+}
+
+/** Validates lexicon data (the shape of config/lexicon.json) and indexes it. Throws LexiconError naming every problem. */
+export function compileLexicon(input: unknown): Lexicon {
+  const parsed = LexiconDataSchema.safeParse(input);
+  if (!parsed.success) {
+    throw new LexiconError(`invalid lexicon: ${parsed.error.issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`).join('; ')}`);
+  }
+  const exact = new Map<string, string>();
+  const stems = new Map<string, [stem: string, english: string][]>();
+  const inRuns = new Map<string, string>();
+  const problems: string[] = [];
+  const meaning = new Map<string, string>();
+  let forms = 0;
+  for (const [english, languages] of Object.entries(parsed.data.words)) {
+    if (!ENGLISH_WORD.test(english)) problems.push(`words.${english}: not an English word in lower case letters`);
+    for (const [language, written] of Object.entries(languages)) {
+      if (!LANGUAGE.test(language)) problems.push(`words.${english}.${language}: not a language code such as fr or hi-Latn`);
+      for (const form of written) {
+        const where = `words.${english}.${language}: "${form}"`;
+        const stem = form.endsWith('*');
+        const clean = cleanCharacters(stem ? form.slice(0, -1) : form);
+        if (/[\s*]/.test(clean) || clean === '') {
+          problems.push(`${where} is not one word (a stem ends in one *)`);
+          continue;
+        }
+        if (clean === english) continue;
+        const key = `${stem ? '*' : ''}${clean}`;
+        const earlier = meaning.get(key);
+        if (earlier !== undefined && earlier !== english) {
+          problems.push(`${where} also reads as "${earlier}": a form reads as one English word`);
+          continue;
+        }
+        meaning.set(key, english);
+        forms += 1;
+        if (UNSPACED.test(clean)) {
+          if (stem) problems.push(`${where}: forms of scripts without spaces are found anywhere in a run, so they take no *`);
+          else if ([...clean].length > MAX_RUN_FORM) problems.push(`${where} is longer than ${MAX_RUN_FORM} characters`);
+          else inRuns.set(clean, english);
+        } else if (stem) {
+          if (clean.length < MIN_STEM_LENGTH) problems.push(`${where}: a stem needs at least ${MIN_STEM_LENGTH} characters`);
+          else {
+            const bucket = stems.get(clean.slice(0, STEM_KEY));
+            if (bucket) bucket.push([clean, english]);
+            else stems.set(clean.slice(0, STEM_KEY), [[clean, english]]);
+          }
+        } else exact.set(clean, english);
+      }
+    }
+  }
+  if (problems.length > 0) throw new LexiconError(`invalid lexicon: ${problems.join('; ')}`);
+  // The first two characters of every stem: most tokens are ruled out without cutting their key.
+  const stemStarts = new Set([...stems.keys()].map(pairAt));
+  const longestInRun = Math.max(0, ...[...inRuns.keys()].map((form) => [...form].length));
+  // The longest stem first, so a token takes the most specific one.
+  for (const bucket of stems.values()) bucket.sort((a, b) => b[0].length - a[0].length);
+
+  return {
+    english(token) {
+      const word = exact.get(token);
+      if (word !== undefined || token.length < STEM_KEY || !stemStarts.has(pairAt(token))) return word;
+      const bucket = stems.get(token.slice(0, STEM_KEY));
+      if (bucket === undefined) return undefined;
+      for (const [stem, english] of bucket) if (token.startsWith(stem)) return english;
+      return undefined;
+    },
+    withinRun(run, found) {
+      const chars = Array.from(run);
+      for (let at = 0; at < chars.length; at += 1) {
+        let piece = '';
+        for (let length = 1; length <= longestInRun && at + length <= chars.length; length += 1) {
+          piece += chars[at + length - 1] as string;
+          const english = inRuns.get(piece);
+          if (english !== undefined) found(english);
+        }
+      }
+    },
+    forms,
+  };
+}
