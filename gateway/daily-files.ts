@@ -36,6 +36,9 @@ interface DayQueue {
 export class DailyFiles {
   #queue = new Map<string, DayQueue>();
   #queuedBytes = 0;
+  /** Lines queued since the start, and of them the lines written or dropped by a failed write. */
+  #accepted = 0;
+  #settled = 0;
   #flushing: Promise<void> | null = null;
   #timer: NodeJS.Timeout | null = null;
   #madeDir = false;
@@ -61,13 +64,22 @@ export class DailyFiles {
     queue.used += chunk.write(text, queue.used);
     queue.bytes += bytes;
     queue.lines += 1;
+    this.#accepted += 1;
     this.#queuedBytes += bytes;
     this.#arm();
   }
 
-  /** Writes everything queued so far; resolves when it is on disk or dropped. */
-  flush(): Promise<void> {
-    this.#flushing ??= this.#write().finally(() => {
+  /**
+   * Writes everything queued so far; resolves when it is on disk or dropped. A write under way took
+   * only the lines queued before it began: the ones queued since wait for it, then go in the next.
+   */
+  async flush(): Promise<void> {
+    const target = this.#accepted;
+    while (this.#settled < target) await (this.#flushing ?? this.#startWrite());
+  }
+
+  #startWrite(): Promise<void> {
+    this.#flushing = this.#write().finally(() => {
       this.#flushing = null;
       // Lines queued during the write wait for the timer, unless half the queue is taken: writing again at
       // once would keep the disk busy under load, an open, a write and a close in the thread pool per batch.
@@ -104,6 +116,7 @@ export class DailyFiles {
         this.options.dropped(queue.lines, 'write_failed', error);
       } finally {
         this.#queuedBytes -= queue.bytes;
+        this.#settled += queue.lines;
       }
     }
   }
@@ -126,7 +139,6 @@ export class DailyFiles {
 
   async close(): Promise<void> {
     await this.flush();
-    if (this.#queue.size > 0) await this.flush();
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = null;
   }

@@ -53,6 +53,17 @@ describe('DailyFiles', () => {
     expect(await read('2026-11-24')).toBe('first\nduring\n');
   });
 
+  it('a flush asked for during a write waits for it, then writes the lines queued since', async () => {
+    const { out, read } = await files();
+    out.append('2026-11-24', 'first\n');
+    const writing = out.flush();
+    out.append('2026-11-24', 'during\n');
+    await out.flush();
+    expect(await read('2026-11-24')).toBe('first\nduring\n');
+    await writing;
+    await out.close();
+  });
+
   it('writes again at once when a write leaves more than half the queue taken', async () => {
     const { out, read } = await files(20);
     out.append('2026-11-24', 'a\n');
