@@ -6,7 +6,7 @@ export const CATEGORIES = [
   'file', 'web', 'code', 'reference', 'memory_recall', 'request',
   'repository', 'search', 'web_action', 'shell_read',
   'operation', 'execution', 'memory', 'shell', 'error_log', 'go_ahead', 'destructive', 'deployment',
-  'security', 'bulk', 'vague', 'bypass', 'hold', 'negated',
+  'security', 'bulk', 'vague', 'bypass', 'hold', 'negated', 'content', 'live',
 ] as const;
 
 export type Category = (typeof CATEGORIES)[number];
@@ -55,4 +55,10 @@ export const CATEGORY_ROLES: Readonly<Record<Category, CategoryRole>> = {
   hold: role(false, false, false),
   // "don't change anything yet": the named action is not requested.
   negated: role(false, false, false),
+  // "fix the grammar", "make this sound friendlier": the verb acts on the message's own text, which the
+  // reply rewrites; it asks for no change to anything outside the conversation.
+  content: role(false, false, false),
+  // "the latest version", "prices today": what changes by the hour, asked for now or only mentioned; the
+  // scorer weighs it (a question that wants it now needs the web, a story that mentions it does not).
+  live: role(false, false, true),
 };

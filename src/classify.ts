@@ -82,16 +82,19 @@ function occurrences(text: string, part: string): number {
 }
 
 /**
- * Drops the triggers the message itself takes back: a go-ahead held back ("wait, don't do it yet") and
- * an action it says not to take ("plan only, don't change anything"). A negated verb that also appears
- * elsewhere in the message stays a trigger: missing a real request costs more than a needless ACTION.
+ * Drops the triggers the message itself takes back: a go-ahead held back ("wait, don't do it yet"), an
+ * action it says not to take ("plan only, don't change anything"), and a verb that edits the message's
+ * own text ("fix the grammar: …"). Such a verb that also appears elsewhere in the message stays a
+ * trigger: missing a real request costs more than a needless ACTION.
  */
 function withoutCancelled(found: readonly RuleMatch[], signals: readonly RuleMatch[], text: string): RuleMatch[] {
   const held = signals.some((signal) => signal.category === 'hold');
   const negated = signals.filter((signal) => signal.category === 'negated').map((signal) => signal.match);
+  const edits = signals.filter((signal) => signal.category === 'content').map((signal) => signal.match);
   return found.filter((trigger) => {
     if (held && trigger.category === 'go_ahead') return false;
-    return !negated.some((phrase) => phrase.endsWith(` ${trigger.match}`) && occurrences(text, trigger.match) === 1);
+    const takenBack = negated.some((phrase) => phrase.endsWith(` ${trigger.match}`)) || edits.some((phrase) => phrase !== trigger.match && phrase.includes(trigger.match));
+    return !takenBack || occurrences(text, trigger.match) !== 1;
   });
 }
 

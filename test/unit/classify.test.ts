@@ -22,8 +22,10 @@ const corpusTexts: string[] = readdirSync(corpusDir)
 
 // The rule stage on its own: what the scorer adds is measured on the labelled corpora.
 let classifier: Classifier;
+let withScorer: Classifier;
 beforeAll(() => {
   classifier = createClassifier({ scorer: null });
+  withScorer = createClassifier();
 });
 const classify = (text: string): Decision => classifier.classify(text);
 const matches = (decision: Decision) => decision.triggers.map((trigger) => trigger.match);
@@ -353,7 +355,7 @@ describe('question precedence', () => {
     'can you explain how git rebase works?',
     'hey, how do I run tests in jest?',
     'quick question: what is the difference between let and const?',
-    'what is the latest version of Node.js?',
+    'what is the latest you can plant tomatoes in Ohio?',
     'how does socket.io work?',
     'is it safe to rm -rf node_modules?',
   ])('%j is ANSWER by question precedence', (text) => {
@@ -393,6 +395,22 @@ describe('question precedence', () => {
     expect(decision.mode).toBe('ACTION');
     expect(decision.step).toBe('triggers');
     expect(decision.triggers.some((t) => t.category === category)).toBe(true);
+  });
+
+  it.each([
+    'what is the latest version of Node.js?',
+    'the latest news',
+    "what's bitcoin worth right now?",
+    'is the pharmacy on 5th open right now?',
+    'what is the exchange rate today?',
+  ])('%j asks for something that changes by the hour, now: the scorer routes it ACTION, question or not', (text) => {
+    expect(withScorer.classify(text).mode).toBe('ACTION');
+    expect(withScorer.features(text)).toContain('r:live.now');
+  });
+
+  it.each(['why do prices rise in winter?', 'how is a mortgage rate set?', 'what was the score of the 1966 World Cup final?'])('%j asks about such a quantity in general: ANSWER', (text) => {
+    expect(withScorer.classify(text).mode).toBe('ANSWER');
+    expect(withScorer.features(text)).not.toContain('r:live.now');
   });
 });
 
@@ -451,11 +469,25 @@ describe('ACTION triggers', () => {
     expect(decision.mode).toBe('ANSWER');
     expect(decision.triggers.some((t) => t.category === 'go_ahead')).toBe(false);
   });
+
+  it.each([
+    'fix the grammar: the results was better then expected',
+    'make this sound more formal: gonna be late, sorry',
+    'can you make the email shorter? Hi Dana, just circling back on the invoice from March',
+  ])('a verb that edits the message\'s own text is no trigger: %j', (text) => {
+    expect(classify(text)).toMatchObject({ mode: 'ANSWER', triggers: [] });
+  });
+
+  it('the same verb still counts when it also acts on something outside the message, or appears again', () => {
+    expect(matches(classify('fix the typos in docs/intro.md'))).toContain('docs/intro.md');
+    expect(matches(classify('fix the grammar here and then fix the failing build')).filter((match) => match.includes('fix'))).not.toEqual([]);
+    expect(matches(classify('fix the typo in the header and push'))).toContain('push');
+  });
 });
 
 describe('substring traps and reverse traps', () => {
   it.each([
-    'the latest news',
+    'the latest draft',
     'what a denote means in a contract',
     'we had brunch',
     'my startup idea',
