@@ -10,10 +10,11 @@ import { cleanCharacters } from './normalize.js';
 
 export const LEXICON_VERSION = 1;
 
-/** A stem (a form ending in `*`) matches tokens that start with it; shorter ones would match unrelated words. */
+/**
+ * A stem (a form ending in `*`) matches tokens that start with it; shorter ones would match unrelated
+ * words. Stems are looked up by their first MIN_STEM_LENGTH characters.
+ */
 export const MIN_STEM_LENGTH = 4;
-/** Characters a stem is looked up by: every stem has at least as many. */
-const STEM_KEY = MIN_STEM_LENGTH;
 /** Longest form of an unspaced script, in characters: a run is read at each position for forms up to this long. */
 const MAX_RUN_FORM = 8;
 
@@ -80,9 +81,9 @@ export function compileLexicon(input: unknown): Lexicon {
         } else if (stem) {
           if (clean.length < MIN_STEM_LENGTH) problems.push(`${where}: a stem needs at least ${MIN_STEM_LENGTH} characters`);
           else {
-            const bucket = stems.get(clean.slice(0, STEM_KEY));
+            const bucket = stems.get(clean.slice(0, MIN_STEM_LENGTH));
             if (bucket) bucket.push([clean, english]);
-            else stems.set(clean.slice(0, STEM_KEY), [[clean, english]]);
+            else stems.set(clean.slice(0, MIN_STEM_LENGTH), [[clean, english]]);
           }
         } else exact.set(clean, english);
       }
@@ -98,8 +99,8 @@ export function compileLexicon(input: unknown): Lexicon {
   return {
     english(token) {
       const word = exact.get(token);
-      if (word !== undefined || token.length < STEM_KEY || !stemStarts.has(pairAt(token))) return word;
-      const bucket = stems.get(token.slice(0, STEM_KEY));
+      if (word !== undefined || token.length < MIN_STEM_LENGTH || !stemStarts.has(pairAt(token))) return word;
+      const bucket = stems.get(token.slice(0, MIN_STEM_LENGTH));
       if (bucket === undefined) return undefined;
       for (const [stem, english] of bucket) if (token.startsWith(stem)) return english;
       return undefined;
