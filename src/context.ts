@@ -116,11 +116,6 @@ export function offerIn(assistant: string, cues: ContextCues): string | null {
   return found !== null && found !== '' ? found : null;
 }
 
-/** How a latest turn relates to the conversation: a decline, a follow-up, or a turn that stands alone. */
-export function followUpKind(latest: string, cues: ContextCues): 'decline' | 'follow' | null {
-  return shapeOf(cleanText(latest), cues).kind;
-}
-
 /** What context reads of the latest turn's own wording: its words and how it relates to what came before. */
 interface LatestShape {
   readonly words: number;
