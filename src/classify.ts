@@ -81,18 +81,43 @@ function occurrences(text: string, part: string): number {
   return count;
 }
 
+/** How far after an edit phrase the text it hands over may start: "summarize this in two sentences for my boss:". */
+const EDIT_INSTRUCTION_TAIL = 60;
+/** Where handed-over text starts: a colon, a line break, or an opening quote. */
+const HANDED_OVER = /:|\n|(?:^|[\s(])["']/;
+/** A match made of words only; a path, URL, address or file name is something to act on wherever it stands. */
+const WORDING = /^[a-z0-9' -]+$/;
+
+/**
+ * Where the text an edit hands over begins ("proofread: '…'", "summarize this:\n…"): the first colon,
+ * line break or opening quote shortly after an edit phrase; -1 when there is none.
+ */
+function handedOverStart(text: string, edits: readonly string[]): number {
+  let start = -1;
+  for (const phrase of edits) {
+    const at = text.indexOf(phrase);
+    if (at === -1) continue;
+    const after = at + phrase.length;
+    const found = HANDED_OVER.exec(text.slice(after, after + EDIT_INSTRUCTION_TAIL));
+    if (found !== null && (start === -1 || after + found.index < start)) start = after + found.index;
+  }
+  return start;
+}
+
 /**
  * Drops the triggers the message itself takes back: a go-ahead held back ("wait, don't do it yet"), an
- * action it says not to take ("plan only, don't change anything"), and a verb that edits the message's
- * own text ("fix the grammar: …"). Such a verb that also appears elsewhere in the message stays a
- * trigger: missing a real request costs more than a needless ACTION.
+ * action it says not to take ("plan only, don't change anything"), a verb that edits the message's own
+ * text ("fix the grammar: …"), and the words of the text such an edit hands over ("proofread: 'weather
+ * permitting, we run at six'"), which are the text's, not requests. Such a verb that also appears
+ * elsewhere in the message stays a trigger, and so does a path, URL or name in the handed-over text:
+ * missing a real request costs more than a needless ACTION.
  */
-function withoutCancelled(found: readonly RuleMatch[], signals: readonly RuleMatch[], text: string): RuleMatch[] {
+function withoutCancelled(found: readonly RuleMatch[], signals: readonly RuleMatch[], edits: readonly string[], handedOver: number, text: string): RuleMatch[] {
   const held = signals.some((signal) => signal.category === 'hold');
   const negated = signals.filter((signal) => signal.category === 'negated').map((signal) => signal.match);
-  const edits = signals.filter((signal) => signal.category === 'content').map((signal) => signal.match);
   return found.filter((trigger) => {
     if (held && trigger.category === 'go_ahead') return false;
+    if (handedOver !== -1 && WORDING.test(trigger.match) && text.indexOf(trigger.match) > handedOver) return false;
     const takenBack = negated.some((phrase) => phrase.endsWith(` ${trigger.match}`)) || edits.some((phrase) => phrase !== trigger.match && phrase.includes(trigger.match));
     return !takenBack || occurrences(text, trigger.match) !== 1;
   });
@@ -103,6 +128,8 @@ export interface RuleReading {
   readonly window: ScanWindow;
   /** The normalised window with look-alikes folded: what the scorer's wording features read. */
   readonly folded: string;
+  /** Where in `folded` the text an edit hands over begins ("proofread: '…'"), or -1: its words are the text's, not the request's. */
+  readonly handedOver: number;
   readonly found: readonly RuleMatch[];
   readonly signals: readonly RuleMatch[];
   /** Triggers the message did not take back. */
@@ -174,7 +201,9 @@ function readRulesAnew(rules: CompiledRuleSet, text: string, scanBudget: number)
     (CATEGORY_ROLES[rule.category].trigger ? found : signals).push({ rule: rule.id, category: rule.category, match });
   }
   const external = found.some((match) => CATEGORY_ROLES[match.category].external);
-  const evidence = withoutCancelled(found, signals, normalized);
+  const edits = signals.filter((signal) => signal.category === 'content').map((signal) => signal.match);
+  const handedOver = edits.length === 0 ? -1 : handedOverStart(normalized, edits);
+  const evidence = withoutCancelled(found, signals, edits, handedOver, normalized);
   const triggers = distinct(evidence);
   // Vague wording inside a reference is part of a name ("etc" in /etc/hosts), not vagueness.
   const stakes = signals.filter((signal) => signal.category !== 'vague' || !triggers.some((trigger) => contains(trigger.match, signal.match)));
@@ -198,7 +227,10 @@ function readRulesAnew(rules: CompiledRuleSet, text: string, scanBudget: number)
   } else {
     ruled = { mode: 'ANSWER', trivial: false, confidence: 'NONE', triggers, step: 'default', debate: { ...NO_DEBATE } };
   }
-  return { window, folded, found, signals, evidence, triggers, stakes, question, external, ruled };
+  // The scorer reads the folded text, which is longer than the matching form where an astral
+  // character (an emoji) stands for one placeholder: there the place is looked for again.
+  const wordingEnd = handedOver === -1 ? -1 : folded.length === normalized.length ? handedOver : handedOverStart(folded, edits);
+  return { window, folded, found, signals, evidence, triggers, stakes, question, external, handedOver: wordingEnd, ruled };
 }
 
 /**
@@ -224,6 +256,7 @@ function featuresOfReading(reading: RuleReading, lexicon: Lexicon | null): Messa
     question: reading.question,
     external: reading.external,
     distinctTriggers: reading.triggers.length,
+    handedOver: reading.handedOver,
   }, lexicon);
 }
 

@@ -18,6 +18,8 @@ export interface RuleEvidence {
   readonly question: boolean;
   readonly external: boolean;
   readonly distinctTriggers: number;
+  /** Where the text an edit hands over begins ("summarize this: …"), or -1: the wording features stop there. */
+  readonly handedOver: number;
 }
 
 /** Scripts written without spaces between words: their words are read as character n-grams. */
@@ -294,7 +296,9 @@ export function hashedFeaturesOf(text: string, evidence: RuleEvidence, lexicon: 
   if (scripts) for (const [name, pattern] of SCRIPTS) if (pattern.test(text)) joined('script:', name);
   if (text.endsWith('?')) add('ends:?');
 
-  const tokens = tokensOf(prose);
+  // The words of text handed over for an edit are the text's: only the instruction's are read.
+  if (evidence.handedOver !== -1) add('handed-over');
+  const tokens = tokensOf(evidence.handedOver === -1 ? prose : splitFences(text.slice(0, evidence.handedOver)).prose);
   const unspaced = (token: string) => scripts && UNSPACED.test(token);
   const read = lexicon === null ? tokens : inEnglish(tokens, lexicon, unspaced);
   let words = 0;

@@ -412,6 +412,26 @@ describe('question precedence', () => {
     expect(withScorer.classify(text).mode).toBe('ANSWER');
     expect(withScorer.features(text)).not.toContain('r:live.now');
   });
+
+  it.each([
+    'get_weather(city="Oslo", units="metric")',
+    "  flights.search(origin='SFO', destination='LIS');",
+    'create_event({"title": "dentist", "start": "2025-03-02T10:00"})',
+  ])('the whole message %j is one call with named arguments, as a tool-calling client sends: ACTION', (text) => {
+    const decision = classify(text);
+    expect(decision.mode).toBe('ACTION');
+    expect(decision.triggers.map((t) => t.rule)).toContain('request.tool_call');
+  });
+
+  it.each([
+    'what does get_weather(city="Oslo") return?',
+    'x = load(path="a.csv")',
+    'print(f(x=1))',
+    'if (a == b) { return }',
+    'get_weather(city="Oslo")\nget_time(zone="CET")',
+  ])('%j is not one whole-message call: no tool-call trigger', (text) => {
+    expect(classify(text).triggers.map((t) => t.rule)).not.toContain('request.tool_call');
+  });
 });
 
 describe('ACTION triggers', () => {
@@ -482,6 +502,28 @@ describe('ACTION triggers', () => {
     expect(matches(classify('fix the typos in docs/intro.md'))).toContain('docs/intro.md');
     expect(matches(classify('fix the grammar here and then fix the failing build')).filter((match) => match.includes('fix'))).not.toEqual([]);
     expect(matches(classify('fix the typo in the header and push'))).toContain('push');
+  });
+
+  it.each([
+    'proofread: "we deploy on friday, weather permitting, then restart the servers"',
+    'summarize this in two sentences for my manager:\n\nWe will delete the legacy endpoints and deploy the new search next week.',
+    "rewrite this so it sounds calmer: 'who deleted staging AGAIN? pls restore it'",
+  ])('the words of text handed over for an edit are the text\'s, not requests: %j', (text) => {
+    expect(classify(text)).toMatchObject({ mode: 'ANSWER', triggers: [] });
+    expect(withScorer.classify(text).mode).toBe('ANSWER');
+    expect(withScorer.features(text)).toContain('handed-over');
+  });
+
+  it('a request before the handed-over text, or a path, URL or name inside it, still counts', () => {
+    expect(matches(classify('rewrite this so it is clearer and then deploy it: "v2 is out"'))).toContain('and then deploy');
+    expect(matches(classify('summarize this: https://example.com/post'))).toContain('https://example.com/post');
+    expect(matches(classify('proofread: see src/app.ts before you deploy'))).toContain('src/app.ts');
+    expect(matches(classify('run the tests, then summarize this: the failures are in auth'))).toContain('run');
+  });
+
+  it('without an edit phrase nothing is handed over: a colon alone takes nothing back', () => {
+    expect(matches(classify('note: restart the api pods'))).toContain('restart');
+    expect(withScorer.features('note: restart the api pods')).not.toContain('handed-over');
   });
 });
 
