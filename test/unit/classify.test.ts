@@ -412,26 +412,6 @@ describe('question precedence', () => {
     expect(withScorer.classify(text).mode).toBe('ANSWER');
     expect(withScorer.features(text)).not.toContain('r:live.now');
   });
-
-  it.each([
-    'get_weather(city="Oslo", units="metric")',
-    "  flights.search(origin='SFO', destination='LIS');",
-    'create_event({"title": "dentist", "start": "2025-03-02T10:00"})',
-  ])('the whole message %j is one call with named arguments, as a tool-calling client sends: ACTION', (text) => {
-    const decision = classify(text);
-    expect(decision.mode).toBe('ACTION');
-    expect(decision.triggers.map((t) => t.rule)).toContain('request.tool_call');
-  });
-
-  it.each([
-    'what does get_weather(city="Oslo") return?',
-    'x = load(path="a.csv")',
-    'print(f(x=1))',
-    'if (a == b) { return }',
-    'get_weather(city="Oslo")\nget_time(zone="CET")',
-  ])('%j is not one whole-message call: no tool-call trigger', (text) => {
-    expect(classify(text).triggers.map((t) => t.rule)).not.toContain('request.tool_call');
-  });
 });
 
 describe('ACTION triggers', () => {
@@ -502,6 +482,26 @@ describe('ACTION triggers', () => {
     expect(matches(classify('fix the typos in docs/intro.md'))).toContain('docs/intro.md');
     expect(matches(classify('fix the grammar here and then fix the failing build')).filter((match) => match.includes('fix'))).not.toEqual([]);
     expect(matches(classify('fix the typo in the header and push'))).toContain('push');
+  });
+
+  it.each([
+    'get_weather(city="Oslo", units="metric")',
+    "  flights.search(origin='SFO', destination='LIS');",
+    'create_event({"title": "dentist", "start": "2025-03-02T10:00"})',
+  ])('the whole message %j is one call with named arguments, as a tool-calling client sends: ACTION', (text) => {
+    const decision = classify(text);
+    expect(decision.mode).toBe('ACTION');
+    expect(decision.triggers.map((t) => t.rule)).toContain('request.tool_call');
+  });
+
+  it.each([
+    'what does get_weather(city="Oslo") return?',
+    'x = load(path="a.csv")',
+    'print(f(x=1))',
+    'if (a == b) { return }',
+    'get_weather(city="Oslo")\nget_time(zone="CET")',
+  ])('%j is not one whole-message call: no tool-call trigger', (text) => {
+    expect(classify(text).triggers.map((t) => t.rule)).not.toContain('request.tool_call');
   });
 
   it.each([
