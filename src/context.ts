@@ -36,6 +36,13 @@ export const ContextCuesSchema = z
     declineAlone: z.array(z.string().min(1)),
     /** Phrases with which an assistant offers to act ("want me to", "shall i"); the words after one are the offer. */
     offers: z.array(z.string().min(1)).min(1),
+    /**
+     * Openings of an elliptical follow-up, which asks the previous request again of something else: "and
+     * tomorrow?", "what about prod", "e a Ana?". Default: none.
+     */
+    ellipsis: z.array(z.string().min(1)).default([]),
+    /** Most words after such an opening; default 4. */
+    ellipsisWords: z.number().int().min(1).max(10).default(4),
   })
   .strict();
 
@@ -127,6 +134,19 @@ function shapeOf(cleaned: string, cues: ContextCues): LatestShape {
   const text = withoutTrailing(cleaned);
   const words = wordCount(text);
   return { words, kind: kindOf(text, words, cues) };
+}
+
+/**
+ * The rest of an elliptical follow-up after its opening ("tomorrow" in "and tomorrow?"), or null when
+ * `text` (cleaned, trailing punctuation dropped) does not open with one or says more than a few words.
+ */
+export function ellipticalRest(text: string, cues: ContextCues): string | null {
+  for (const opening of cues.ellipsis) {
+    if (!opensWith(text, opening)) continue;
+    const rest = text.slice(opening.length).trim();
+    if (rest !== '' && wordCount(rest) <= cues.ellipsisWords) return rest;
+  }
+  return null;
 }
 
 /** Pieces of `text` between single spaces, empty ones left out: what `split(' ').filter(Boolean)` counts, without the array. */
@@ -276,11 +296,26 @@ export function classifyInContext(turns: Turns, cues: ContextCues, model: Scorer
   const reading = readContext(turns, cues, classify, reader.offer);
   const { own, previous, offer } = reading;
   if (own.trivial) return own;
-  const shape = shapeOf(reader.cleaned(turns.latest), cues);
+  const cleaned = reader.cleaned(turns.latest);
+  const shape = shapeOf(cleaned, cues);
   const { score, top } = model.score(featuresInContext(turns, reading, shape, reader.features(turns.latest)));
+  const { kind } = shape;
+  // "and tomorrow?" after a look-up asks for it again; "what about blueberries?" after an answer asks
+  // again too. A question of its own after the opening ("and why?") or a trigger of its own is not that.
+  const asked = previous ?? offer;
+  const rest = asked === null || kind === 'decline' || own.triggers.length > 0 ? null : ellipticalRest(withoutTrailing(cleaned), cues);
+  if (asked !== null && rest !== null && reader.classify(rest).step !== 'question') {
+    return rescored(own, {
+      mode: asked.mode,
+      trivial: false,
+      confidence: asked.mode === 'ACTION' ? asked.confidence : 'NONE',
+      step: 'context',
+      debate: asked.mode === 'ACTION' ? asked.debate : noDebate(),
+      followed: previous ? 'previous' : 'offer',
+    }, score, false, model.id, top);
+  }
   const mode = score >= model.threshold ? 'ACTION' : 'ANSWER';
   const unsure = score > model.band[0] && score < model.band[1];
-  const { kind } = shape;
   // A turn that stands on its own keeps its own step when context agrees, or when context is unsure of a
   // turn with strong evidence of its own (three triggers or more): a full request is overturned only on
   // the model's confident reading of the turns before, and is unsure only when both readings are.

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { lastOccurrences } from '../../src/context.js';
+import { ellipticalRest, lastOccurrences } from '../../src/context.js';
 import { fnv1a, scorerDigest, sigmoid } from '../../src/scorer.js';
 import { compileRuleSet, contextFeatures, createClassifier, createScorer, DecisionSchema, defaultRuleSet, defaultScorer, ENGINES, featureNames, namedFeatures, offerIn, readContext, trainScorer, turnsOf, type ScorerData } from '../../src/index.js';
 
@@ -189,6 +189,36 @@ describe('the conversation as context', () => {
     const own = classifier.classify(latest);
     expect(own).toMatchObject({ mode: 'ACTION', confidence: 'STRONG', unsure: false });
     expect(classifier.classifyTurns({ latest, previous, assistant })).toMatchObject({ mode: 'ACTION', step: own.step, unsure: false });
+  });
+
+  it.each([
+    ['what about ethereum?', "what's bitcoin trading at?", 'Bitcoin is at $67,450, down 1.8% today.', 'ACTION'],
+    ['what about lisbon', 'is it going to rain in porto this weekend?', 'Saturday is dry; Sunday 70% chance of showers.', 'ACTION'],
+    ['what about lyon?', 'quel temps fera-t-il demain à Marseille ?', 'Demain à Marseille : 24 °C, ensoleillé.', 'ACTION'],
+    ['and on saturday?', 'is the climbing gym on 5th busy right now?', 'Busy: about 40 people checked in, peak hours.', 'ACTION'],
+    ['and in python?', 'how do I reverse a list in javascript?', 'Use arr.reverse(), or [...arr].reverse() for a copy.', 'ANSWER'],
+    ['what about cashews?', 'are peanuts actually legumes?', 'Yes, peanuts grow underground in pods like beans.', 'ANSWER'],
+  ])('the elliptical follow-up %j asks the previous request again: %s', (latest, previous, assistant, mode) => {
+    expect(classifier.classifyTurns({ latest, previous, assistant })).toMatchObject({ mode, step: 'context', followed: 'previous', unsure: false });
+    expect(classifier.classify(previous).mode).toBe(mode);
+  });
+
+  it.each([
+    ['and on saturday', 'on saturday'],
+    ['e a ana', 'a ana'],
+    ['what about prod', 'prod'],
+    ['and then we went to the beach with the kids', null],
+    ['andrew says hi', null],
+    ['and', null],
+  ])('the elliptical rest of %j is %j', (text, rest) => {
+    expect(ellipticalRest(text, cues)).toBe(rest);
+  });
+
+  it('a question of its own after the opening is no ellipsis: "and why is that?" after a look-up is answered', () => {
+    const turns = { latest: 'and why is that?', previous: 'how many nodes are unhealthy in the us cluster', assistant: 'Two of 12 nodes are NotReady.' };
+    expect(classifier.classify(turns.previous).mode).toBe('ACTION');
+    expect(ellipticalRest('and why is that', cues)).toBe('why is that');
+    expect(classifier.classifyTurns(turns).mode).toBe('ANSWER');
   });
 
   it('a turn with no history routes on its own', () => {
