@@ -30,8 +30,13 @@ export const ContextCuesSchema = z
     maxChars: z.number().int().min(1).max(500),
     /** Openings of a turn that agrees or asks to go on ("yes", "go ahead", "do the same for"). */
     follow: z.array(z.string().min(1)).min(1),
-    /** Openings of a decline, thanks or hold ("no thanks", "not yet", "never mind"): ANSWER. */
+    /** Openings of a decline or hold ("no thanks", "not yet", "never mind"): ANSWER. */
     decline: z.array(z.string().min(1)).min(1),
+    /**
+     * Openings of thanks and closings ("thanks", "merci", "teşekkürler"): a decline, and ANSWER outright when
+     * the turn asks nothing more (no trigger, no question). Default: none.
+     */
+    thanks: z.array(z.string().min(1)).default([]),
     /** Words that make an opening a decline only when little else follows ("no", "stop"). */
     declineAlone: z.array(z.string().min(1)),
     /** Phrases with which an assistant offers to act ("want me to", "shall i"); the words after one are the offer. */
@@ -161,9 +166,11 @@ function wordCount(text: string): number {
   return words;
 }
 
+const thanked = (text: string, cues: ContextCues): boolean => cues.thanks.some((phrase) => opensWith(text, phrase));
+
 function kindOf(text: string, words: number, cues: ContextCues): 'decline' | 'follow' | null {
   if (words > cues.maxWords || text.length > cues.maxChars) return null;
-  if (cues.decline.some((phrase) => opensWith(text, phrase))) return 'decline';
+  if (cues.decline.some((phrase) => opensWith(text, phrase)) || thanked(text, cues)) return 'decline';
   if (words <= 2 && cues.declineAlone.some((phrase) => opensWith(text, phrase))) return 'decline';
   if (text === '' || cues.follow.some((phrase) => opensWith(text, phrase))) return 'follow';
   return null;
@@ -302,6 +309,10 @@ export function classifyInContext(turns: Turns, cues: ContextCues, model: Scorer
   const { kind } = shape;
   // "and tomorrow?" after a look-up asks for it again; "what about blueberries?" after an answer asks
   // again too. A question of its own after the opening ("and why?") or a trigger of its own is not that.
+  // "teşekkürler, iyi geceler" closes the exchange, whatever the turns before it did.
+  if (kind === 'decline' && own.triggers.length === 0 && own.step !== 'question' && thanked(withoutTrailing(cleaned), cues)) {
+    return rescored(own, { mode: 'ANSWER', trivial: false, confidence: 'NONE', step: 'context', debate: noDebate(), followed: 'decline' }, score, false, model.id, top);
+  }
   const asked = previous ?? offer;
   const rest = asked === null || kind === 'decline' || own.triggers.length > 0 ? null : ellipticalRest(withoutTrailing(cleaned), cues);
   if (asked !== null && rest !== null && reader.classify(rest).step !== 'question') {

@@ -159,7 +159,7 @@ export function compileRuleSet(data: unknown, engine: RegexEngine): CompiledRule
     trivial,
     names: new Set(ruleSet.names.map((name) => name.toLowerCase())),
     lookalikes: new Map(Object.entries(ruleSet.lookalikes)),
-    context: ruleSet.context === undefined ? null : { ...ruleSet.context, follow: ruleSet.context.follow.map(cleanText), decline: ruleSet.context.decline.map(cleanText), declineAlone: ruleSet.context.declineAlone.map(cleanText), offers: ruleSet.context.offers.map(cleanText), ellipsis: ruleSet.context.ellipsis.map(cleanText) },
+    context: ruleSet.context === undefined ? null : { ...ruleSet.context, follow: ruleSet.context.follow.map(cleanText), decline: ruleSet.context.decline.map(cleanText), thanks: ruleSet.context.thanks.map(cleanText), declineAlone: ruleSet.context.declineAlone.map(cleanText), offers: ruleSet.context.offers.map(cleanText), ellipsis: ruleSet.context.ellipsis.map(cleanText) },
     engine,
   };
 }

@@ -221,6 +221,20 @@ describe('the conversation as context', () => {
     expect(classifier.classifyTurns(turns).mode).toBe('ANSWER');
   });
 
+  it.each([
+    ['Teşekkürler, iyi geceler 🌙', "Yarın sabah 7'ye alarm kur", 'Yarın sabah 07:00 için alarm kuruldu.'],
+    ["vielen Dank, das war's", 'Stell einen Timer auf 10 Minuten', 'Timer für 10 Minuten gestartet.'],
+    ['고마워요, 덕분에 살았어요', '어제 배포 롤백했어?', '네, 어제 21:40에 롤백했습니다.'],
+  ])('thanks that ask nothing more close the exchange: %j is ANSWER', (latest, previous, assistant) => {
+    expect(classifier.classify(previous).mode).toBe('ACTION');
+    expect(classifier.classifyTurns({ latest, previous, assistant })).toMatchObject({ mode: 'ANSWER', step: 'context', followed: 'decline', unsure: false });
+  });
+
+  it('thanks followed by a request of its own is that request', () => {
+    const turns = { latest: 'thanks! now restart the api pods too', previous: 'restart the worker pods', assistant: 'Restarted 4 worker pods.' };
+    expect(classifier.classifyTurns(turns).mode).toBe('ACTION');
+  });
+
   it('a turn with no history routes on its own', () => {
     expect(classifier.classifyTurns({ latest: 'what is a monad?', previous: null, assistant: null })).toEqual(classifier.classify('what is a monad?'));
   });
