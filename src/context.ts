@@ -146,12 +146,11 @@ function shapeOf(cleaned: string, cues: ContextCues): LatestShape {
  * `text` (cleaned, trailing punctuation dropped) does not open with one or says more than a few words.
  */
 export function ellipticalRest(text: string, cues: ContextCues): string | null {
-  for (const opening of cues.ellipsis) {
-    if (!opensWith(text, opening)) continue;
-    const rest = text.slice(opening.length).trim();
-    if (rest !== '' && wordCount(rest) <= cues.ellipsisWords) return rest;
-  }
-  return null;
+  // The longest opening that fits: "and what about prod" leaves "prod", not "what about prod".
+  let opening = '';
+  for (const phrase of cues.ellipsis) if (phrase.length > opening.length && opensWith(text, phrase)) opening = phrase;
+  const rest = text.slice(opening.length).trim();
+  return opening === '' || rest === '' || wordCount(rest) > cues.ellipsisWords ? null : rest;
 }
 
 /** Pieces of `text` between single spaces, empty ones left out: what `split(' ').filter(Boolean)` counts, without the array. */
