@@ -146,9 +146,13 @@ function shapeOf(cleaned: string, cues: ContextCues): LatestShape {
  * `text` (cleaned, trailing punctuation dropped) does not open with one or says more than a few words.
  */
 export function ellipticalRest(text: string, cues: ContextCues): string | null {
-  // The longest opening that fits: "and what about prod" leaves "prod", not "what about prod".
+  // The longest opening that fits: "and what about prod" leaves "prod", not "what about prod". In a
+  // script with spaces one follows it, so "e.g. staging" is no Portuguese "e".
   let opening = '';
-  for (const phrase of cues.ellipsis) if (phrase.length > opening.length && opensWith(text, phrase)) opening = phrase;
+  for (const phrase of cues.ellipsis) {
+    if (phrase.length <= opening.length || !opensWith(text, phrase)) continue;
+    if (!SPACED_SCRIPT.test(phrase.slice(-1)) || text.charAt(phrase.length) === ' ') opening = phrase;
+  }
   const rest = text.slice(opening.length).trim();
   return opening === '' || rest === '' || wordCount(rest) > cues.ellipsisWords ? null : rest;
 }

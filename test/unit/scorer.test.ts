@@ -210,6 +210,9 @@ describe('the conversation as context', () => {
     ['and what about prod', 'prod'],
     ['and then we went to the beach with the kids', null],
     ['andrew says hi', null],
+    ['e.g. the staging one', null],
+    ['¿y el euro', 'euro'],
+    ['还有上海呢', '上海呢'],
     ['and', null],
   ])('the elliptical rest of %j is %j', (text, rest) => {
     expect(ellipticalRest(text, cues)).toBe(rest);
