@@ -130,15 +130,21 @@ export function offerIn(assistant: string, cues: ContextCues): string | null {
 
 /** What context reads of the latest turn's own wording: its words and how it relates to what came before. */
 interface LatestShape {
+  /** The turn cleaned, trailing punctuation and symbols dropped. */
+  readonly text: string;
   readonly words: number;
   readonly kind: 'decline' | 'follow' | null;
+  /** It opens with thanks or a closing (a decline too). */
+  readonly thanks: boolean;
 }
 
 /** `cleaned`: the latest turn through cleanText. */
 function shapeOf(cleaned: string, cues: ContextCues): LatestShape {
   const text = withoutTrailing(cleaned);
   const words = wordCount(text);
-  return { words, kind: kindOf(text, words, cues) };
+  const short = words <= cues.maxWords && text.length <= cues.maxChars;
+  const thanks = short && cues.thanks.some((phrase) => opensWith(text, phrase));
+  return { text, words, kind: short ? kindOf(text, words, thanks, cues) : null, thanks };
 }
 
 /**
@@ -169,11 +175,9 @@ function wordCount(text: string): number {
   return words;
 }
 
-const thanked = (text: string, cues: ContextCues): boolean => cues.thanks.some((phrase) => opensWith(text, phrase));
-
-function kindOf(text: string, words: number, cues: ContextCues): 'decline' | 'follow' | null {
-  if (words > cues.maxWords || text.length > cues.maxChars) return null;
-  if (cues.decline.some((phrase) => opensWith(text, phrase)) || thanked(text, cues)) return 'decline';
+/** What a short turn is: a decline (thanks are one), a follow-up, or neither. */
+function kindOf(text: string, words: number, thanks: boolean, cues: ContextCues): 'decline' | 'follow' | null {
+  if (thanks || cues.decline.some((phrase) => opensWith(text, phrase))) return 'decline';
   if (words <= 2 && cues.declineAlone.some((phrase) => opensWith(text, phrase))) return 'decline';
   if (text === '' || cues.follow.some((phrase) => opensWith(text, phrase))) return 'follow';
   return null;
@@ -306,18 +310,17 @@ export function classifyInContext(turns: Turns, cues: ContextCues, model: Scorer
   const reading = readContext(turns, cues, classify, reader.offer);
   const { own, previous, offer } = reading;
   if (own.trivial) return own;
-  const cleaned = reader.cleaned(turns.latest);
-  const shape = shapeOf(cleaned, cues);
+  const shape = shapeOf(reader.cleaned(turns.latest), cues);
   const { score, top } = model.score(featuresInContext(turns, reading, shape, reader.features(turns.latest)));
   const { kind } = shape;
-  // "and tomorrow?" after a look-up asks for it again; "what about blueberries?" after an answer asks
-  // again too. A question of its own after the opening ("and why?") or a trigger of its own is not that.
   // "teşekkürler, iyi geceler" closes the exchange, whatever the turns before it did.
-  if (kind === 'decline' && own.triggers.length === 0 && own.step !== 'question' && thanked(withoutTrailing(cleaned), cues)) {
+  if (shape.thanks && own.triggers.length === 0 && own.step !== 'question') {
     return rescored(own, { mode: 'ANSWER', trivial: false, confidence: 'NONE', step: 'context', debate: noDebate(), followed: 'decline' }, score, false, model.id, top);
   }
+  // "and tomorrow?" after a look-up asks for it again; "what about blueberries?" after an answer asks
+  // again too. A question of its own after the opening ("and why?") or a trigger of its own is not that.
   const asked = previous ?? offer;
-  const rest = asked === null || kind === 'decline' || own.triggers.length > 0 ? null : ellipticalRest(withoutTrailing(cleaned), cues);
+  const rest = asked === null || kind === 'decline' || own.triggers.length > 0 ? null : ellipticalRest(shape.text, cues);
   if (asked !== null && rest !== null && reader.classify(rest).step !== 'question') {
     return rescored(own, {
       mode: asked.mode,
