@@ -518,7 +518,7 @@ describe('ACTION triggers', () => {
     expect(matches(classify('rewrite this so it is clearer and then deploy it: "v2 is out"'))).toContain('and then deploy');
     expect(matches(classify('summarize this: https://example.com/post'))).toContain('https://example.com/post');
     expect(matches(classify('proofread: see src/app.ts before you deploy'))).toContain('src/app.ts');
-    expect(matches(classify('run the tests, then summarize this: the failures are in auth'))).toContain('run');
+    expect(matches(classify('restart the queue workers, then summarize this: the failures are in auth'))).toContain('restart');
   });
 
   it('without an edit phrase nothing is handed over: a colon alone takes nothing back', () => {
