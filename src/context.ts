@@ -48,6 +48,11 @@ export const ContextCuesSchema = z
     ellipsis: z.array(z.string().min(1)).default([]),
     /** Most words after such an opening; default 4. */
     ellipsisWords: z.number().int().min(1).max(10).default(4),
+    /**
+     * Words of plain assent ("yes", "go ahead", "dale", "お願いします"): a turn made of nothing else, after an
+     * assistant's offer, asks for what was offered, and takes the offer's route. Default: none.
+     */
+    assent: z.array(z.string().min(1)).default([]),
   })
   .strict();
 
@@ -56,6 +61,8 @@ export type ContextCues = z.infer<typeof ContextCuesSchema>;
 const TRAILING = /[\s\p{P}\p{S}]+$/u;
 const SPACED_SCRIPT = /[\p{Script=Latin}\p{Script=Cyrillic}\p{Script=Greek}\p{Script=Hangul}\p{Script=Arabic}\p{Script=Devanagari}]/u;
 const OFFER_END = /[.?!\n。？！]/u;
+/** What may stand between words of assent: "yes, go ahead!", "ok. do it". */
+const ASSENT_GAP = /[\s\p{P}]+/gu;
 const WORD_CHAR = /[\p{L}\p{N}']/u;
 /** Characters at the end of an assistant turn searched for an offer. */
 const OFFER_TAIL = 1000;
@@ -104,7 +111,10 @@ export function offerTail(assistant: string): string {
  * migration now". Null when the turn offers nothing.
  */
 export function offerIn(assistant: string, cues: ContextCues): string | null {
-  const text = cleanText(offerTail(assistant));
+  return offerInCleaned(cleanText(offerTail(assistant)), cues);
+}
+
+function offerInCleaned(text: string, cues: ContextCues): string | null {
   let best = -1;
   let found: string | null = null;
   const last = lastOccurrences(text, cues.offers);
@@ -119,10 +129,12 @@ export function offerIn(assistant: string, cues: ContextCues): string | null {
     const end = after.search(OFFER_END);
     found = (end === -1 ? after : after.slice(0, end)).trim();
     if (found === '') {
-      // Japanese and Korean put the offer after the verb: 実行しましょうか. The clause before it is the offer.
-      const before = text.slice(0, at);
+      // The offer is the clause before the phrase: Japanese and Korean put it after the verb (実行しましょうか),
+      // and "I can roll prod back to 3.4.0. Want me to?" names it in the sentence before, itself maybe an offer.
+      const before = text.slice(0, at).replace(TRAILING, '');
       const start = Math.max(...['.', '?', '!', '\n', '。', '？', '！'].map((mark) => before.lastIndexOf(mark)));
-      found = before.slice(start + 1).trim();
+      const clause = before.slice(start + 1).trim();
+      found = offerInCleaned(clause, cues) ?? clause;
     }
   }
   return found !== null && found !== '' ? found : null;
@@ -136,6 +148,8 @@ interface LatestShape {
   readonly kind: 'decline' | 'follow' | null;
   /** It opens with thanks or a closing (a decline too). */
   readonly thanks: boolean;
+  /** It is plain assent and nothing else: "yes", "sure, go ahead!". */
+  readonly assent: boolean;
 }
 
 /** `cleaned`: the latest turn through cleanText. */
@@ -144,7 +158,20 @@ function shapeOf(cleaned: string, cues: ContextCues): LatestShape {
   const words = wordCount(text);
   const short = words <= cues.maxWords && text.length <= cues.maxChars;
   const thanks = short && cues.thanks.some((phrase) => opensWith(text, phrase));
-  return { text, words, kind: short ? kindOf(text, words, thanks, cues) : null, thanks };
+  return { text, words, kind: short ? kindOf(text, words, thanks, cues) : null, thanks, assent: short && isAssent(text, cues.assent) };
+}
+
+/** Whether `text` is assent phrases only, in any number and order, between spaces and punctuation. */
+function isAssent(text: string, phrases: readonly string[]): boolean {
+  let rest = text.replace(ASSENT_GAP, ' ').trim();
+  if (rest === '' || phrases.length === 0) return false;
+  while (rest !== '') {
+    let longest = '';
+    for (const phrase of phrases) if (phrase.length > longest.length && opensWith(rest, phrase)) longest = phrase;
+    if (longest === '') return false;
+    rest = rest.slice(longest.length).trim();
+  }
+  return true;
 }
 
 /**
@@ -184,6 +211,16 @@ function kindOf(text: string, words: number, thanks: boolean, cues: ContextCues)
 }
 
 const noDebate = (): Decision['debate'] => ({ verdict: 'NONE', stakes: 'none', reasons: [], bypass: null });
+
+/** The route of a turn that asks for what an earlier one did: that turn's mode, confidence and debate. */
+const following = (earlier: Decision, followed: 'previous' | 'offer'): Route => ({
+  mode: earlier.mode,
+  trivial: false,
+  confidence: earlier.mode === 'ACTION' ? earlier.confidence : 'NONE',
+  step: 'context',
+  debate: earlier.mode === 'ACTION' ? earlier.debate : noDebate(),
+  followed,
+});
 
 /** What the conversation says about the latest turn: the standalone decisions context weighs. */
 export interface ContextReading {
@@ -317,19 +354,18 @@ export function classifyInContext(turns: Turns, cues: ContextCues, model: Scorer
   if (shape.thanks && own.triggers.length === 0 && own.step !== 'question') {
     return rescored(own, { mode: 'ANSWER', trivial: false, confidence: 'NONE', step: 'context', debate: noDebate(), followed: 'decline' }, score, false, model.id, top);
   }
+  // "yes" to "want me to restart it?" asks for what was offered.
+  if (offer !== null && shape.assent) {
+    // An offer whose own words say nothing either way ("lock that too") goes on with the request before it.
+    const offered = offer.step === 'default' && previous !== null ? previous : offer;
+    return rescored(own, following(offered, 'offer'), score, false, model.id, top);
+  }
   // "and tomorrow?" after a look-up asks for it again; "what about blueberries?" after an answer asks
   // again too. A question of its own after the opening ("and why?") or a trigger of its own is not that.
   const asked = previous ?? offer;
   const rest = asked === null || kind === 'decline' || own.triggers.length > 0 ? null : ellipticalRest(shape.text, cues);
   if (asked !== null && rest !== null && reader.classify(rest).step !== 'question') {
-    return rescored(own, {
-      mode: asked.mode,
-      trivial: false,
-      confidence: asked.mode === 'ACTION' ? asked.confidence : 'NONE',
-      step: 'context',
-      debate: asked.mode === 'ACTION' ? asked.debate : noDebate(),
-      followed: previous ? 'previous' : 'offer',
-    }, score, false, model.id, top);
+    return rescored(own, following(asked, previous ? 'previous' : 'offer'), score, false, model.id, top);
   }
   const mode = score >= model.threshold ? 'ACTION' : 'ANSWER';
   const unsure = score > model.band[0] && score < model.band[1];

@@ -134,6 +134,8 @@ describe('the conversation as context', () => {
     ["I found the leak. Shall I apply the fix? It's two lines.", 'apply the fix'],
     ['Done! Would you like me to explain how it works?', 'explain how it works'],
     ['30日より前のスナップショットが14個あります。削除しましょうか？', '削除'],
+    ['The cert expires in 4 days. I can renew it with cert-manager now. Want me to?', 'renew it with cert-manager now'],
+    ['Your disk is 97% full, mostly old phone backups. Should I?', 'your disk is 97% full, mostly old phone backups'],
     ["I can't find that file anywhere.", null],
     ['Here is the poem you asked for.', null],
   ])('the offer in %j is %j', (assistant, offer) => {
@@ -237,6 +239,28 @@ describe('the conversation as context', () => {
   it('thanks followed by a request of its own is that request', () => {
     const turns = { latest: 'thanks! now restart the api pods too', previous: 'restart the worker pods', assistant: 'Restarted 4 worker pods.' };
     expect(classifier.classifyTurns(turns).mode).toBe('ACTION');
+  });
+
+  it.each([
+    ['yes', 'is the cert on the staging ingress still valid?', 'It expires in 4 days. I can renew it with cert-manager now. Want me to?', 'ACTION'],
+    ['ok, go ahead!', 'why is my laptop so slow', 'Your disk is 97% full; 30 GB of it is old phone backups. Should I move them to the external drive?', 'ACTION'],
+    // The context model alone reads this one as ANSWER: the request before was a remark, and "go ahead" follows offers to write as often.
+    ['go ahead', 'my inbox is a mess', 'You have 1,240 unread newsletters from the last year. Want me to archive everything older than 30 days?', 'ACTION'],
+    ['sí, dale', 'apaga la luz de la cocina', 'Listo. La del pasillo sigue encendida, ¿quieres que la apague también?', 'ACTION'],
+    ['sure', 'give me a name for a bakery', 'How about "Crumb & Co."? Want me to suggest a few more in a French style?', 'ANSWER'],
+  ])('plain assent %j to an offer asks for what was offered', (latest, previous, assistant, mode) => {
+    expect(classifier.classifyTurns({ latest, previous, assistant })).toMatchObject({ mode, step: 'context', followed: 'offer', unsure: false });
+  });
+
+  it('an offer that says nothing either way goes on with the request before it', () => {
+    const turns = { latest: 'yep', previous: 'lock the front door', assistant: 'Locked. The garage door is open as well, want me to lock that one too?' };
+    expect(classifier.classify('lock that one too')).toMatchObject({ mode: 'ANSWER', step: 'default' });
+    expect(classifier.classifyTurns(turns)).toMatchObject({ mode: 'ACTION', followed: 'offer' });
+  });
+
+  it('assent with a question of its own is not plain assent: the question is answered', () => {
+    const turns = { latest: 'sure, how long does that take?', previous: 'is the cert on the staging ingress still valid?', assistant: 'It expires in 4 days. I can renew it with cert-manager now. Want me to?' };
+    expect(classifier.classifyTurns(turns).mode).toBe('ANSWER');
   });
 
   it('a turn with no history routes on its own', () => {
