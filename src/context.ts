@@ -212,6 +212,12 @@ function kindOf(text: string, words: number, thanks: boolean, cues: ContextCues)
 
 const noDebate = (): Decision['debate'] => ({ verdict: 'NONE', stakes: 'none', reasons: [], bypass: null });
 
+/**
+ * A turn's own score from which an unsure reading of the conversation does not overturn it: "add it to
+ * zendesk as a macro" after a chat answer is the new request it says it is.
+ */
+const SURE_ON_ITS_OWN = 0.9;
+
 /** The route of a turn that asks for what an earlier one did: that turn's mode, confidence and debate. */
 const following = (earlier: Decision, followed: 'previous' | 'offer'): Route => ({
   mode: earlier.mode,
@@ -370,9 +376,11 @@ export function classifyInContext(turns: Turns, cues: ContextCues, model: Scorer
   const mode = score >= model.threshold ? 'ACTION' : 'ANSWER';
   const unsure = score > model.band[0] && score < model.band[1];
   // A turn that stands on its own keeps its own step when context agrees, or when context is unsure of a
-  // turn with strong evidence of its own (three triggers or more): a full request is overturned only on
-  // the model's confident reading of the turns before, and is unsure only when both readings are.
-  if (kind === null && (mode === own.mode || (unsure && own.confidence === 'STRONG'))) return rescored(own, own, score, unsure && own.unsure, model.id, top);
+  // turn with strong evidence of its own (three triggers or more, or a score of SURE_ON_ITS_OWN): a full
+  // request is overturned only on the model's confident reading of the turns before, and is unsure only
+  // when both readings are.
+  const sure = own.confidence === 'STRONG' || own.score >= SURE_ON_ITS_OWN;
+  if (kind === null && (mode === own.mode || (unsure && sure))) return rescored(own, own, score, unsure && own.unsure, model.id, top);
   const source = offer ?? previous;
   const followed = kind === 'decline' || (mode === 'ANSWER' && source?.mode === 'ACTION') ? 'decline' : offer ? 'offer' : 'previous';
   if (mode === 'ANSWER') return rescored(own, { mode, trivial: false, confidence: 'NONE', step: 'context', debate: noDebate(), followed }, score, unsure, model.id, top);

@@ -263,6 +263,20 @@ describe('the conversation as context', () => {
     expect(classifier.classifyTurns(turns).mode).toBe('ANSWER');
   });
 
+  it('an unsure reading of the conversation does not overturn a turn sure on its own (score 0.9 or more)', () => {
+    // A context model that reads every conversation at 0.5: below its threshold, inside its band.
+    const rest = { version: 1 as const, bits: 8, bias: 0, scale: 100, weights: Buffer.alloc(2 << 8).toString('base64'), calibration: { a: 1, b: 0 }, threshold: 0.56, band: [0.4, 0.6] as [number, number], trainedOn: { lines: 0, digest: '' } };
+    const unsureOfAll = createClassifier({ context: { ...rest, id: scorerDigest(rest) } });
+    const turns = (latest: string) => ({ latest, previous: 'how should I answer a recruiter I am not interested in?', assistant: 'Thank them, say you are happy where you are, and invite them to write again in a year.' });
+    const sure = 'save it in freshdesk as a canned response named Recruiter - no';
+    const lessSure = 'reply to Marc that Thursday at 3 works';
+    expect(classifier.classify(sure)).toMatchObject({ mode: 'ACTION', confidence: 'WEAK' });
+    expect(classifier.classify(sure).score).toBeGreaterThanOrEqual(0.9);
+    expect(unsureOfAll.classifyTurns(turns(sure))).toMatchObject({ mode: 'ACTION', unsure: false });
+    expect(classifier.classify(lessSure).score).toBeLessThan(0.9);
+    expect(unsureOfAll.classifyTurns(turns(lessSure))).toMatchObject({ mode: 'ANSWER', step: 'context', unsure: true });
+  });
+
   it('a turn with no history routes on its own', () => {
     expect(classifier.classifyTurns({ latest: 'what is a monad?', previous: null, assistant: null })).toEqual(classifier.classify('what is a monad?'));
   });
