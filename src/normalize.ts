@@ -147,12 +147,14 @@ const isSingleLetter = (piece: string): boolean => piece.length <= 2 && SINGLE_L
 
 /**
  * Folds Cyrillic and Greek letters that look Latin (`і`, `е`, `о` …) to their Latin twins, but only
- * inside a word that mixes them with Latin letters or is made of look-alikes alone: `dеlete` becomes
- * `delete`, while an ordinary Russian or Greek word is left as it is. `reading` 1 takes each letter's
- * alternate reading where it has one.
+ * inside a word that mixes them with Latin letters, or is made of look-alikes alone in a text with no
+ * Cyrillic or Greek word of its own: `dеlete` becomes `delete`, `рор` alone becomes `pop`, while an
+ * ordinary Russian or Greek word is left as it is, short ones too (`на`, `с`, `о` in "найди на сайте").
+ * `reading` 1 takes each letter's alternate reading where it has one.
  */
 export function foldLookalikes(text: string, lookalikes: Lookalikes, reading: 0 | 1 = 0): string {
   if (!NON_ASCII.test(text)) return text;
+  let native: boolean | undefined;
   // Only a word holding a letter other than a-z can change, and in most texts such words are few:
   // each is found from its first such letter (a-z before it belong to it too), and read to its end
   // by one sticky match. Calling back for every word of a long paste cost far more than folding.
@@ -168,7 +170,7 @@ export function foldLookalikes(text: string, lookalikes: Lookalikes, reading: 0 
     while (start > 0 && isLowerAscii(text.charCodeAt(start - 1))) start -= 1;
     const end = LETTERS_HERE.lastIndex;
     const word = text.slice(start, end);
-    const changed = foldWord(word, lookalikes, reading);
+    const changed = foldWord(word, lookalikes, reading, () => (native ??= hasNativeLetter(text, lookalikes)));
     if (changed !== word) {
       folded += text.slice(copied, start) + changed;
       copied = end;
@@ -184,12 +186,19 @@ const NOT_LOWER_ASCII = /[A-Z]|[^\x00-\x7f]/g;
 const LETTERS_HERE = /\p{L}+/uy;
 const isLowerAscii = (code: number): boolean => code >= 97 && code <= 122;
 
-/** One word (a run of letters) as foldLookalikes leaves it. */
-function foldWord(word: string, lookalikes: Lookalikes, reading: 0 | 1): string {
+/** Whether `text` holds a Cyrillic or Greek letter with no Latin twin: it is written in that script. */
+function hasNativeLetter(text: string, lookalikes: Lookalikes): boolean {
+  for (const [letter] of text.matchAll(CYRILLIC_OR_GREEK)) if (!lookalikes.has(letter)) return true;
+  return false;
+}
+const CYRILLIC_OR_GREEK = /[\p{Script=Cyrillic}\p{Script=Greek}]/gu;
+
+/** One word (a run of letters) as foldLookalikes leaves it; `native` says whether the text is written in Cyrillic or Greek. */
+function foldWord(word: string, lookalikes: Lookalikes, reading: 0 | 1, native: () => boolean): string {
   if (ASCII_WORD.test(word)) return word;
   const letters = Array.from(word);
   const mixed = letters.some((ch) => ch >= 'a' && ch <= 'z');
-  if (!mixed && !letters.every((ch) => lookalikes.has(ch))) return word;
+  if (!mixed && (!letters.every((ch) => lookalikes.has(ch)) || native())) return word;
   return letters.map((ch) => {
     const latin = lookalikes.get(ch);
     return latin === undefined ? ch : (latin[reading] ?? latin[0]);

@@ -199,6 +199,14 @@ describe('foldLookalikes', () => {
     expect(norm('привет, хорошо, спасибо')).toBe('привет, хорошо, спасибо');
   });
 
+  it('leaves short Russian and Greek words made of look-alikes as they are in a text written in that script', () => {
+    expect(norm('найди на сайте с отзывами')).toBe('наиди на саите с отзывами'); // marks dropped, as everywhere
+    expect(norm('το σπίτι')).toBe('το σπιτι');
+    // Still folded: a word that mixes in Latin letters, and a look-alike word in a text with no word of its own script.
+    expect(norm('найди на сайте dеlete')).toBe('наиди на саите delete');
+    expect(norm('рор the stack')).toBe('pop the stack');
+  });
+
   it('only folds look-alike words, word by word, in a mixed sentence', () => {
     expect(norm('привет, fіx the bug')).toBe('привет, fix the bug');
   });
@@ -317,11 +325,12 @@ describe('normalizeText: properties', () => {
 /** Folding as first written: a callback for every word of the text. */
 function foldEveryWord(text: string, lookalikes: ReadonlyMap<string, string>, reading: 0 | 1): string {
   if (!/[^\x00-\x7f]/.test(text)) return text;
+  const native = Array.from(text).some((ch) => /[\p{Script=Cyrillic}\p{Script=Greek}]/u.test(ch) && !lookalikes.has(ch));
   return text.replace(/\p{L}+/gu, (word) => {
     if (/^[a-z]+$/.test(word)) return word;
     const letters = Array.from(word);
     const mixed = letters.some((ch) => ch >= 'a' && ch <= 'z');
-    if (!mixed && !letters.every((ch) => lookalikes.has(ch))) return word;
+    if (!mixed && (!letters.every((ch) => lookalikes.has(ch)) || native)) return word;
     return letters.map((ch) => {
       const latin = lookalikes.get(ch);
       return latin === undefined ? ch : (latin[reading] ?? latin[0]);
