@@ -269,7 +269,7 @@ describe('the conversation as context', () => {
     const unsureOfAll = createClassifier({ context: { ...rest, id: scorerDigest(rest) } });
     const turns = (latest: string) => ({ latest, previous: 'how should I answer a recruiter I am not interested in?', assistant: 'Thank them, say you are happy where you are, and invite them to write again in a year.' });
     const sure = 'save it in freshdesk as a canned response named Recruiter - no';
-    const lessSure = 'reply to Marc that Thursday at 3 works';
+    const lessSure = 'ping Dana about it';
     expect(classifier.classify(sure)).toMatchObject({ mode: 'ACTION', confidence: 'WEAK' });
     expect(classifier.classify(sure).score).toBeGreaterThanOrEqual(0.9);
     expect(unsureOfAll.classifyTurns(turns(sure))).toMatchObject({ mode: 'ACTION', unsure: false });
