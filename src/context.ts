@@ -148,6 +148,8 @@ interface LatestShape {
   readonly kind: 'decline' | 'follow' | null;
   /** It opens with thanks or a closing (a decline too). */
   readonly thanks: boolean;
+  /** It is thanks and at most CLOSING_WORDS words more: "thanks, good night", not "thanks, now book it for friday". */
+  readonly closing: boolean;
   /** It is plain assent and nothing else: "yes", "sure, go ahead!". */
   readonly assent: boolean;
 }
@@ -157,9 +159,18 @@ function shapeOf(cleaned: string, cues: ContextCues): LatestShape {
   const text = withoutTrailing(cleaned);
   const words = wordCount(text);
   const short = words <= cues.maxWords && text.length <= cues.maxChars;
-  const thanks = short && cues.thanks.some((phrase) => opensWith(text, phrase));
-  return { text, words, kind: short ? kindOf(text, words, thanks, cues) : null, thanks, assent: short && isAssent(text, cues.assent) };
+  let opening = '';
+  if (short) for (const phrase of cues.thanks) if (phrase.length > opening.length && opensWith(text, phrase)) opening = phrase;
+  const thanks = opening !== '';
+  const closing = thanks && wordCount(text.slice(opening.length)) <= CLOSING_WORDS;
+  return { text, words, kind: short ? kindOf(text, words, thanks, cues) : null, thanks, closing, assent: short && isAssent(text, cues.assent) };
 }
+
+/**
+ * Most words after thanks that still only close the exchange ("teşekkürler, iyi geceler", "thanks, that's
+ * all for today"); more is a request of its own or part of one ("Danke! Und in zwei Stunden wieder auf 3").
+ */
+const CLOSING_WORDS = 4;
 
 /** Whether `text` is assent phrases only, in any number and order, between spaces and punctuation. */
 function isAssent(text: string, phrases: readonly string[]): boolean {
@@ -357,7 +368,7 @@ export function classifyInContext(turns: Turns, cues: ContextCues, model: Scorer
   const { score, top } = model.score(featuresInContext(turns, reading, shape, reader.features(turns.latest)));
   const { kind } = shape;
   // "teşekkürler, iyi geceler" closes the exchange, whatever the turns before it did.
-  if (shape.thanks && own.triggers.length === 0 && own.step !== 'question') {
+  if (shape.closing && own.triggers.length === 0 && own.step !== 'question') {
     return rescored(own, { mode: 'ANSWER', trivial: false, confidence: 'NONE', step: 'context', debate: noDebate(), followed: 'decline' }, score, false, model.id, top);
   }
   // "yes" to "want me to restart it?" asks for what was offered.

@@ -236,6 +236,12 @@ describe('the conversation as context', () => {
     expect(classifier.classifyTurns({ latest, previous, assistant })).toMatchObject({ mode: 'ANSWER', step: 'context', followed: 'decline', unsure: false });
   });
 
+  it('thanks with more than a closing after them are not closed by the thanks alone', () => {
+    const turns = { latest: 'Danke. Und am Freitagabend bitte wieder auf 17 runter', previous: 'stell die Heizung im Büro auf 21 Grad', assistant: 'Erledigt, das Büro ist jetzt auf 21 Grad eingestellt.' };
+    expect(classifier.classify(turns.latest).triggers).toEqual([]);
+    expect(classifier.classifyTurns(turns).mode).toBe('ACTION');
+  });
+
   it('thanks followed by a request of its own is that request', () => {
     const turns = { latest: 'thanks! now restart the api pods too', previous: 'restart the worker pods', assistant: 'Restarted 4 worker pods.' };
     expect(classifier.classifyTurns(turns).mode).toBe('ACTION');
