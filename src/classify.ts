@@ -200,10 +200,11 @@ function readRulesAnew(rules: CompiledRuleSet, text: string, scanBudget: number)
     const match = matches.get(index) as string;
     (CATEGORY_ROLES[rule.category].trigger ? found : signals).push({ rule: rule.id, category: rule.category, match });
   }
-  const external = found.some((match) => CATEGORY_ROLES[match.category].external);
   const edits = signals.filter((signal) => signal.category === 'content').map((signal) => signal.match);
   const handedOver = edits.length === 0 ? -1 : handedOverStart(normalized, edits);
   const evidence = withoutCancelled(found, signals, edits, handedOver, normalized);
+  // The words of text handed over for an edit refer to nothing of the user's: only what stays counts.
+  const external = (handedOver === -1 ? found : evidence).some((match) => CATEGORY_ROLES[match.category].external);
   const triggers = distinct(evidence);
   // Vague wording inside a reference is part of a name ("etc" in /etc/hosts), not vagueness.
   const stakes = signals.filter((signal) => signal.category !== 'vague' || !triggers.some((trigger) => contains(trigger.match, signal.match)));
