@@ -118,7 +118,8 @@ describe('a cluster of two workers', () => {
     expect((await workersSeen(40)).size).toBe(2);
     const answers = await Promise.all(Array.from({ length: 6 }, () => request(primary.url, '/v1/chat/completions', { method: 'POST', body: chatBody('fix the failing tests in src/app.ts') })));
     expect(answers.map((answer) => [answer.status, answer.headers['x-task-router-routing']])).toEqual(Array(6).fill([200, 'hard']));
-  });
+    // Longer than the 60 s the replacement is given, so a slow one fails on that wait, which says what it waited for.
+  }, 90_000);
 
   it('SIGTERM drains every worker: a stream in flight finishes, then the primary exits 0', async () => {
     upstream.respond(replySse(sseEvents('openai-chat', pieces('one two three four five six', 6).join(' ')), { delayMs: 200 }));
