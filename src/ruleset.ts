@@ -159,7 +159,22 @@ export function compileRuleSet(data: unknown, engine: RegexEngine): CompiledRule
     trivial,
     names: new Set(ruleSet.names.map((name) => name.toLowerCase())),
     lookalikes: new Map(Object.entries(ruleSet.lookalikes)),
-    context: ruleSet.context === undefined ? null : { ...ruleSet.context, follow: ruleSet.context.follow.map(cleanText), decline: ruleSet.context.decline.map(cleanText), thanks: ruleSet.context.thanks.map(cleanText), declineAlone: ruleSet.context.declineAlone.map(cleanText), offers: ruleSet.context.offers.map(cleanText), ellipsis: ruleSet.context.ellipsis.map(cleanText) },
+    context: ruleSet.context === undefined ? null : cleanedCues(ruleSet.context),
     engine,
+  };
+}
+
+/** Every phrase list of the context cues in the form turns are read in (cleanText: lower case, marks dropped). */
+function cleanedCues(cues: ContextCues): ContextCues {
+  const clean = (phrases: readonly string[]) => phrases.map(cleanText);
+  return {
+    ...cues,
+    follow: clean(cues.follow),
+    decline: clean(cues.decline),
+    thanks: clean(cues.thanks),
+    declineAlone: clean(cues.declineAlone),
+    offers: clean(cues.offers),
+    ellipsis: clean(cues.ellipsis),
+    assent: clean(cues.assent),
   };
 }

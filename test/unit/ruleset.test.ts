@@ -7,6 +7,7 @@ import {
   RuleSetSchema,
 } from '../../src/index.js';
 import { re2jsEngine } from '../../src/engines/re2js.js';
+import { cleanText } from '../../src/normalize.js';
 
 /** Rule set data loosened for breaking on purpose. */
 type Rules = Record<string, unknown> & {
@@ -49,6 +50,15 @@ describe('the shipped rule set', () => {
     expect(compiled.rules.length).toBe(defaultRuleSet.rules.length);
     expect(compiled.rules.map((rule) => rule.id)).toEqual(defaultRuleSet.rules.map((rule) => rule.id));
     expect(compiled.engine.name).toBe('re2js');
+  });
+
+  it('compiles every phrase list of the context cues to the form turns are read in', () => {
+    const cues = compileRuleSet(defaultRuleSet, re2jsEngine).context ?? {};
+    const lists = Object.entries(cues).filter((entry): entry is [string, string[]] => Array.isArray(entry[1]));
+    expect(lists.map(([name]) => name)).toContain('assent');
+    for (const [, phrases] of lists) expect(phrases).toEqual(phrases.map(cleanText));
+    // Marks go, as they go from a turn: "faça" is read as the turn "faca" is.
+    expect(cues).toMatchObject({ assent: expect.arrayContaining(['faca', 'lutfen']) });
   });
 
   it('structuredClone of it builds an equivalent classifier, and edits to the copy leave the original alone', () => {
