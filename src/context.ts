@@ -146,8 +146,6 @@ interface LatestShape {
   readonly text: string;
   readonly words: number;
   readonly kind: 'decline' | 'follow' | null;
-  /** It opens with thanks or a closing (a decline too). */
-  readonly thanks: boolean;
   /** It is thanks and at most CLOSING_WORDS words more: "thanks, good night", not "thanks, now book it for friday". */
   readonly closing: boolean;
   /** It is plain assent and nothing else: "yes", "sure, go ahead!". */
@@ -159,11 +157,16 @@ function shapeOf(cleaned: string, cues: ContextCues): LatestShape {
   const text = withoutTrailing(cleaned);
   const words = wordCount(text);
   const short = words <= cues.maxWords && text.length <= cues.maxChars;
+  const thanks = short ? longestOpening(text, cues.thanks) : '';
+  const closing = thanks !== '' && wordCount(text.slice(thanks.length)) <= CLOSING_WORDS;
+  return { text, words, kind: short ? kindOf(text, words, thanks !== '', cues) : null, closing, assent: short && isAssent(text, cues.assent) };
+}
+
+/** The longest of `phrases` that `text` opens with as whole words (and that `fits`), or ''. */
+function longestOpening(text: string, phrases: readonly string[], fits: (phrase: string) => boolean = () => true): string {
   let opening = '';
-  if (short) for (const phrase of cues.thanks) if (phrase.length > opening.length && opensWith(text, phrase)) opening = phrase;
-  const thanks = opening !== '';
-  const closing = thanks && wordCount(text.slice(opening.length)) <= CLOSING_WORDS;
-  return { text, words, kind: short ? kindOf(text, words, thanks, cues) : null, thanks, closing, assent: short && isAssent(text, cues.assent) };
+  for (const phrase of phrases) if (phrase.length > opening.length && opensWith(text, phrase) && fits(phrase)) opening = phrase;
+  return opening;
 }
 
 /**
@@ -177,10 +180,9 @@ function isAssent(text: string, phrases: readonly string[]): boolean {
   let rest = text.replace(ASSENT_GAP, ' ').trim();
   if (rest === '' || phrases.length === 0) return false;
   while (rest !== '') {
-    let longest = '';
-    for (const phrase of phrases) if (phrase.length > longest.length && opensWith(rest, phrase)) longest = phrase;
-    if (longest === '') return false;
-    rest = rest.slice(longest.length).trim();
+    const assent = longestOpening(rest, phrases);
+    if (assent === '') return false;
+    rest = rest.slice(assent.length).trim();
   }
   return true;
 }
@@ -192,11 +194,7 @@ function isAssent(text: string, phrases: readonly string[]): boolean {
 export function ellipticalRest(text: string, cues: ContextCues): string | null {
   // The longest opening that fits: "and what about prod" leaves "prod", not "what about prod". In a
   // script with spaces one follows it, so "e.g. staging" is no Portuguese "e".
-  let opening = '';
-  for (const phrase of cues.ellipsis) {
-    if (phrase.length <= opening.length || !opensWith(text, phrase)) continue;
-    if (!SPACED_SCRIPT.test(phrase.slice(-1)) || text.charAt(phrase.length) === ' ') opening = phrase;
-  }
+  const opening = longestOpening(text, cues.ellipsis, (phrase) => !SPACED_SCRIPT.test(phrase.slice(-1)) || text.charAt(phrase.length) === ' ');
   const rest = text.slice(opening.length).trim();
   return opening === '' || rest === '' || wordCount(rest) > cues.ellipsisWords ? null : rest;
 }
