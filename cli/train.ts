@@ -1,7 +1,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { compileRuleSet, contextFeatures, createClassifier, createScorer, defaultRuleSet, ENGINES, readContext, trainScorer, type Classifier, type HashedFeatures, type ScorerData, type TrainingExample, type TrainOptions, type Turns } from '../src/index.js';
+import { afterThanks, compileRuleSet, contextFeatures, createClassifier, createScorer, defaultRuleSet, ENGINES, readContext, trainScorer, type Classifier, type HashedFeatures, type ScorerData, type TrainingExample, type TrainOptions, type Turns } from '../src/index.js';
 import { digest, fnv1a } from '../src/scorer.js';
 import { packageRoot } from '../middleware/files.js';
 import { corpusTurns, readCorpus, sourceFiles, UsageError } from './corpus.js';
@@ -103,8 +103,10 @@ export async function trainFromManifest(manifestFile: string, rules: unknown): P
   const scorer = trained(textSplit.train, textSplit.dev, textDigest, manifest.options);
 
   const withScorer = createClassifier({ rules: ruleSet, scorer: scorer.data, context: null });
-  const contextSplit = split(conversations, (item) => item.key, ({ turns }) =>
-    contextFeatures(turns, readContext(turns, cues, withScorer.classify), cues, withScorer.hashedFeatures(turns.latest)));
+  const contextSplit = split(conversations, (item) => item.key, ({ turns: given }) => {
+    const turns = afterThanks(given, cues);
+    return contextFeatures(turns, readContext(turns, cues, withScorer.classify), cues, withScorer.hashedFeatures(turns.latest));
+  });
   const contextDigest = digest(conversations.map((item) => `${item.action ? 1 : 0}${item.key}`).join('\n'));
   const context = trained(contextSplit.train, contextSplit.dev, contextDigest, { ...manifest.options, ...manifest.contextOptions });
   return { scorer: scorer.model, context: context.model };

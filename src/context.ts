@@ -9,7 +9,7 @@ import { z } from 'zod';
 import type { Decision } from './decision.js';
 import { escapeRegex } from './escape-regex.js';
 import { cleanText } from './normalize.js';
-import type { MessageFeatures } from './features.js';
+import { UNSPACED, type MessageFeatures } from './features.js';
 import { combineHashes, fnv1a, type FeatureWeight, type HashedFeatures, type Scorer } from './scorer.js';
 
 /** The turns of a conversation that context reads. */
@@ -158,7 +158,7 @@ function shapeOf(cleaned: string, cues: ContextCues): LatestShape {
   const words = wordCount(text);
   const short = words <= cues.maxWords && text.length <= cues.maxChars;
   const thanks = short ? longestOpening(text, cues.thanks) : '';
-  const closing = thanks !== '' && wordCount(text.slice(thanks.length)) <= CLOSING_WORDS;
+  const closing = thanks !== '' && closingWords(text.slice(thanks.length)) <= CLOSING_WORDS;
   return { text, words, kind: short ? kindOf(text, words, thanks !== '', cues) : null, closing, assent: short && isAssent(text, cues.assent) };
 }
 
@@ -174,6 +174,37 @@ function longestOpening(text: string, phrases: readonly string[], fits: (phrase:
  * all for today"); more is a request of its own or part of one ("Danke! Und in zwei Stunden wieder auf 3").
  */
 const CLOSING_WORDS = 4;
+
+/**
+ * The words after thanks, as the closing test counts them: a piece of a script written without spaces
+ * counts one word per two of its characters (Chinese and Japanese words are mostly one to three), so
+ * "谢谢！顺便发给我的会计小王" is thanks and a request, and "谢谢，辛苦了" thanks alone.
+ */
+function closingWords(text: string): number {
+  let words = 0;
+  for (const piece of text.split(' ')) {
+    let unspaced = 0;
+    for (const char of piece) if (UNSPACED.test(char)) unspaced += 1;
+    if (piece !== '') words += unspaced === 0 ? 1 : Math.ceil(unspaced / 2);
+  }
+  return words;
+}
+
+const LEADING_GAP = /^[\s\p{P}]+/u;
+
+/**
+ * The turns with the latest read from after its opening thanks when more than a closing follows them:
+ * "谢谢！顺便发给我的会计小王" asks what "顺便发给我的会计小王" asks, and the words of the thanks (in a
+ * script without spaces, their characters) had outweighed the request after them. `cleaned` is
+ * cleanText or what gives the same text. The context model trains on the turns read the same way.
+ */
+export function afterThanks(turns: Turns, cues: ContextCues, cleaned: (text: string) => string = cleanText): Turns {
+  const text = withoutTrailing(cleaned(turns.latest));
+  const thanks = longestOpening(text, cues.thanks);
+  if (thanks === '') return turns;
+  const rest = text.slice(thanks.length).replace(LEADING_GAP, '');
+  return closingWords(rest) <= CLOSING_WORDS ? turns : { ...turns, latest: rest };
+}
 
 /** Whether `text` is assent phrases only, in any number and order, between spaces and punctuation. */
 function isAssent(text: string, phrases: readonly string[]): boolean {
@@ -356,9 +387,10 @@ function featuresInContext(turns: Turns, reading: ContextReading, shape: LatestS
  * it followed: the assistant's offer, the previous human turn, or `decline` for an ANSWER that turns
  * down what came before.
  */
-export function classifyInContext(turns: Turns, cues: ContextCues, model: Scorer, reader: TurnReader): Decision {
+export function classifyInContext(given: Turns, cues: ContextCues, model: Scorer, reader: TurnReader): Decision {
   const { classify } = reader;
-  if (turns.previous === null && turns.assistant === null) return classify(turns.latest);
+  if (given.previous === null && given.assistant === null) return classify(given.latest);
+  const turns = afterThanks(given, cues, reader.cleaned);
   const reading = readContext(turns, cues, classify, reader.offer);
   const { own, previous, offer } = reading;
   if (own.trivial) return own;

@@ -2,7 +2,7 @@
  * task-router's pure core: deterministic ANSWER / ACTION routing of one message, with no I/O.
  */
 export { CACHE_TEXT_LENGTH, createClassifier, DEFAULT_CACHE_ENTRIES, DEFAULT_SCAN_BUDGET, ENGINES, defaultContextModel, defaultLexicon, defaultRuleSet, defaultScorer, type Classifier, type ClassifierOptions } from './classifier.js';
-export { contextFeatures, offerIn, readContext, turnsOf, type ContextCues, type ContextReading, type Turns } from './context.js';
+export { afterThanks, contextFeatures, offerIn, readContext, turnsOf, type ContextCues, type ContextReading, type Turns } from './context.js';
 export { createScorer, featureNames, namedFeatures, ScorerDataSchema, ScorerError, type FeatureWeight, type HashedFeatures, type Scorer, type ScorerData } from './scorer.js';
 export type { MessageFeatures } from './features.js';
 export { trainScorer, type TrainingExample, type TrainOptions } from './train.js';

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { ellipticalRest, lastOccurrences } from '../../src/context.js';
 import { fnv1a, scorerDigest, sigmoid } from '../../src/scorer.js';
-import { compileRuleSet, contextFeatures, createClassifier, createScorer, DecisionSchema, defaultRuleSet, defaultScorer, ENGINES, featureNames, namedFeatures, offerIn, readContext, trainScorer, turnsOf, type ScorerData } from '../../src/index.js';
+import { afterThanks, compileRuleSet, contextFeatures, createClassifier, createScorer, DecisionSchema, defaultRuleSet, defaultScorer, ENGINES, featureNames, namedFeatures, offerIn, readContext, trainScorer, turnsOf, type ScorerData } from '../../src/index.js';
 
 const slotOf = (feature: string, bits: number) => fnv1a(feature) & ((1 << bits) - 1);
 
@@ -240,6 +240,19 @@ describe('the conversation as context', () => {
     const turns = { latest: 'Danke. Und am Freitagabend bitte wieder auf 17 runter', previous: 'stell die Heizung im Büro auf 21 Grad', assistant: 'Erledigt, das Büro ist jetzt auf 21 Grad eingestellt.' };
     expect(classifier.classify(turns.latest).triggers).toEqual([]);
     expect(classifier.classifyTurns(turns).mode).toBe('ACTION');
+  });
+
+  it.each([
+    ['谢谢！顺便把它发给财务部的小李', '把发票导出成PDF', '已导出：发票_0612.pdf，在你的下载文件夹里。', '顺便把它发给财务部的小李'],
+    ['tack! skicka den till Maja också', 'exportera fakturan som pdf', 'Klart, fakturan ligger i Hämtade filer.', 'skicka den till maja ocksa'],
+    ['谢谢，辛苦了', '把发票导出成PDF', '已导出：发票_0612.pdf，在你的下载文件夹里。', null],
+  ])('the latest turn %j is read from after its thanks when more than a closing follows', (latest, previous, assistant, rest) => {
+    const turns = { latest, previous, assistant };
+    expect(afterThanks(turns, cues).latest).toBe(rest ?? latest);
+    if (rest !== null) {
+      expect(classifier.classify(latest).mode).toBe('ANSWER');
+      expect(classifier.classifyTurns(turns).mode).toBe('ACTION');
+    }
   });
 
   it('thanks followed by a request of its own is that request', () => {
