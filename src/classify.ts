@@ -85,12 +85,15 @@ function occurrences(text: string, part: string): number {
 const EDIT_INSTRUCTION_TAIL = 60;
 /** Where handed-over text starts: a colon, a line break, or an opening quote. */
 const HANDED_OVER = /:|\n|(?:^|[\s(])["']/;
+/** An edit phrase that names the text it asks for and ends where that text's description begins. */
+const DESCRIBED = / (?:to|for|that)$/;
 /** A match made of words only; a path, URL, address or file name is something to act on wherever it stands. */
 const WORDING = /^[a-z0-9' -]+$/;
 
 /**
  * Where the text an edit hands over begins ("proofread: '…'", "summarize this:\n…"): the first colon,
- * line break or opening quote shortly after an edit phrase; -1 when there is none.
+ * line break or opening quote shortly after an edit phrase, or right after a phrase that names the text
+ * asked for ("kubectl command to …"); -1 when there is none.
  */
 function handedOverStart(text: string, edits: readonly string[]): number {
   let start = -1;
@@ -98,7 +101,8 @@ function handedOverStart(text: string, edits: readonly string[]): number {
     const at = text.indexOf(phrase);
     if (at === -1) continue;
     const after = at + phrase.length;
-    const found = HANDED_OVER.exec(text.slice(after, after + EDIT_INSTRUCTION_TAIL));
+    // "git command to …", "a regex for …": what follows describes the text asked for.
+    const found = DESCRIBED.test(phrase) ? { index: 0 } : HANDED_OVER.exec(text.slice(after, after + EDIT_INSTRUCTION_TAIL));
     if (found !== null && (start === -1 || after + found.index < start)) start = after + found.index;
   }
   return start;
