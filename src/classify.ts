@@ -85,24 +85,21 @@ function occurrences(text: string, part: string): number {
 const EDIT_INSTRUCTION_TAIL = 60;
 /** Where handed-over text starts: a colon, a line break, or an opening quote. */
 const HANDED_OVER = /:|\n|(?:^|[\s(])["']/;
-/** An edit phrase that names the text it asks for and ends where that text's description begins. */
-const DESCRIBED = / (?:to|for|that)$/;
 /** A match made of words only; a path, URL, address or file name is something to act on wherever it stands. */
 const WORDING = /^[a-z0-9' -]+$/;
 
 /**
  * Where the text an edit hands over begins ("proofread: '…'", "summarize this:\n…"): the first colon,
- * line break or opening quote shortly after an edit phrase, or right after a phrase that names the text
- * asked for ("kubectl command to …"); -1 when there is none.
+ * line break or opening quote shortly after an edit phrase, or right after one of `describing`, phrases
+ * that name the text asked for ("kubectl command to …"); -1 when there is none.
  */
-function handedOverStart(text: string, edits: readonly string[]): number {
+function handedOverStart(text: string, edits: readonly string[], describing: readonly string[]): number {
   let start = -1;
   for (const phrase of edits) {
     const at = text.indexOf(phrase);
     if (at === -1) continue;
     const after = at + phrase.length;
-    // "git command to …", "a regex for …": what follows describes the text asked for.
-    const found = DESCRIBED.test(phrase) ? { index: 0 } : HANDED_OVER.exec(text.slice(after, after + EDIT_INSTRUCTION_TAIL));
+    const found = describing.includes(phrase) ? { index: 0 } : HANDED_OVER.exec(text.slice(after, after + EDIT_INSTRUCTION_TAIL));
     if (found !== null && (start === -1 || after + found.index < start)) start = after + found.index;
   }
   return start;
@@ -198,14 +195,16 @@ function readRulesAnew(rules: CompiledRuleSet, text: string, scanBudget: number)
   if (readings > 1) for (const [index, match] of rules.scan(alternate, matches)) if (!matches.has(index)) matches.set(index, match);
   const found: RuleMatch[] = [];
   const signals: RuleMatch[] = [];
+  const describing: string[] = [];
   // In rule-set order; a message matches a handful of the rules, so only those are looked at.
   for (const index of [...matches.keys()].sort((a, b) => a - b)) {
     const rule = rules.rules[index] as CompiledRule;
     const match = matches.get(index) as string;
     (CATEGORY_ROLES[rule.category].trigger ? found : signals).push({ rule: rule.id, category: rule.category, match });
+    if (rule.handsOverAfter) describing.push(match);
   }
   const edits = signals.filter((signal) => signal.category === 'content').map((signal) => signal.match);
-  const handedOver = edits.length === 0 ? -1 : handedOverStart(normalized, edits);
+  const handedOver = edits.length === 0 ? -1 : handedOverStart(normalized, edits, describing);
   const evidence = withoutCancelled(found, signals, edits, handedOver, normalized);
   // The words of text handed over for an edit refer to nothing of the user's: only what stays counts.
   const external = (handedOver === -1 ? found : evidence).some((match) => CATEGORY_ROLES[match.category].external);
@@ -234,7 +233,7 @@ function readRulesAnew(rules: CompiledRuleSet, text: string, scanBudget: number)
   }
   // The scorer reads the folded text, which is longer than the matching form where an astral
   // character (an emoji) stands for one placeholder: there the place is looked for again.
-  const wordingEnd = handedOver === -1 ? -1 : folded.length === normalized.length ? handedOver : handedOverStart(folded, edits);
+  const wordingEnd = handedOver === -1 ? -1 : folded.length === normalized.length ? handedOver : handedOverStart(folded, edits, describing);
   return { window, folded, found, signals, evidence, triggers, stakes, question, external, handedOver: wordingEnd, ruled };
 }
 

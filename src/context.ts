@@ -158,7 +158,7 @@ function shapeOf(cleaned: string, cues: ContextCues): LatestShape {
   const words = wordCount(text);
   const short = words <= cues.maxWords && text.length <= cues.maxChars;
   const thanks = short ? longestOpening(text, cues.thanks) : '';
-  const closing = thanks !== '' && closingWords(text.slice(thanks.length)) <= CLOSING_WORDS;
+  const closing = thanks !== '' && onlyCloses(text.slice(thanks.length));
   return { text, words, kind: short ? kindOf(text, words, thanks !== '', cues) : null, closing, assent: short && isAssent(text, cues.assent) };
 }
 
@@ -176,18 +176,19 @@ function longestOpening(text: string, phrases: readonly string[], fits: (phrase:
 const CLOSING_WORDS = 4;
 
 /**
- * The words after thanks, as the closing test counts them: a piece of a script written without spaces
- * counts one word per two of its characters (Chinese and Japanese words are mostly one to three), so
- * "谢谢！顺便发给我的会计小王" is thanks and a request, and "谢谢，辛苦了" thanks alone.
+ * Whether `rest`, the words after thanks, only close the exchange: at most CLOSING_WORDS words, where a
+ * piece of a script written without spaces counts one per two of its characters (Chinese and Japanese
+ * words are mostly one to three), so "谢谢！顺便发给我的会计小王" is thanks and a request, and "谢谢，辛苦了"
+ * thanks alone.
  */
-function closingWords(text: string): number {
+function onlyCloses(rest: string): boolean {
   let words = 0;
-  for (const piece of text.split(' ')) {
+  for (const piece of rest.split(' ')) {
     let unspaced = 0;
     for (const char of piece) if (UNSPACED.test(char)) unspaced += 1;
     if (piece !== '') words += unspaced === 0 ? 1 : Math.ceil(unspaced / 2);
   }
-  return words;
+  return words <= CLOSING_WORDS;
 }
 
 const LEADING_GAP = /^[\s\p{P}]+/u;
@@ -203,7 +204,7 @@ export function afterThanks(turns: Turns, cues: ContextCues, cleaned: (text: str
   const thanks = longestOpening(text, cues.thanks);
   if (thanks === '') return turns;
   const rest = text.slice(thanks.length).replace(LEADING_GAP, '');
-  return closingWords(rest) <= CLOSING_WORDS ? turns : { ...turns, latest: rest };
+  return onlyCloses(rest) ? turns : { ...turns, latest: rest };
 }
 
 /** Whether `text` is assent phrases only, in any number and order, between spaces and punctuation. */

@@ -24,6 +24,11 @@ export const RuleSchema = z
      * holding one of them. `{<}ls ` means "ls " at the start of a word. A literal missing from this list
      * hides matches, so tests check the list against every pattern match in the corpus.
      */
+    /**
+     * For a `content` rule: the text handed over begins right after the match, since the words after
+     * "git command to" describe the text asked for; without it, at the next colon, line break or quote.
+     */
+    handsOverAfter: z.literal(true).optional(),
     requires: z.array(z.string().min(1).regex(/^(?:\{<\})?[\x00-\x7f]+$/, 'ASCII, as the text rules see').refine((literal) => literal === literal.toLowerCase(), 'lower case, as the text rules see').refine((literal) => literal !== '{<}', 'a literal after {<}')).min(1).optional(),
   })
   .strict()
@@ -32,6 +37,9 @@ export const RuleSchema = z
   })
   .refine((rule) => rule.requires === undefined || rule.pattern !== undefined, {
     message: '"requires" belongs to pattern rules only',
+  })
+  .refine((rule) => rule.handsOverAfter === undefined || rule.category === 'content', {
+    message: '"handsOverAfter" belongs to content rules only',
   });
 
 const RuleSetShape = z

@@ -19,6 +19,8 @@ export { RuleSetSchema, type RuleData, type RuleSetData } from './rules-schema.j
 export interface CompiledRule {
   readonly id: string;
   readonly category: Category;
+  /** A content rule whose handed-over text begins right after its match. */
+  readonly handsOverAfter: boolean;
 }
 
 export interface CompiledRuleSet {
@@ -111,7 +113,7 @@ export function compileRuleSet(data: unknown, engine: RegexEngine): CompiledRule
   }
   const ruleSet = parsed.data;
 
-  const rules: CompiledRule[] = ruleSet.rules.map(({ id, category }) => ({ id, category }));
+  const rules: CompiledRule[] = ruleSet.rules.map(({ id, category, handsOverAfter }) => ({ id, category, handsOverAfter: handsOverAfter === true }));
   const wordRules: { index: number; words: string[] }[] = [];
   const patternRules: { index: number; pattern: CompiledPattern; source: string; requires: readonly string[] | undefined }[] = [];
   ruleSet.rules.forEach((rule, index) => {

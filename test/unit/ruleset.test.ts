@@ -187,6 +187,15 @@ describe('schema problems', () => {
     expect(error.issues).toHaveLength(1);
   });
 
+  it('"handsOverAfter" on a rule that is not a content rule', () => {
+    const rules = clone();
+    const index = rules.rules.findIndex((rule) => rule.category === 'operation');
+    rules.rules[index]!.handsOverAfter = true;
+    const error = ruleSetError(rules);
+    expect(error.message).toContain('"handsOverAfter" belongs to content rules only');
+    expect(error.issues).toHaveLength(1);
+  });
+
   it.each([2, 0, '1', null])('a wrong version (%j)', (version) => {
     const rules = clone();
     rules.version = version as never;
