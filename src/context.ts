@@ -243,9 +243,28 @@ function wordCount(text: string): number {
   return words;
 }
 
-/** What a short turn is: a decline (thanks are one), a follow-up, or neither. */
+/**
+ * `text` after the yes, ok or no it opens with ("ok, warte noch", "nie, jeszcze nie", "oké, dank je"), or
+ * `text` itself when it opens with none or is nothing more.
+ */
+function afterAcknowledgement(text: string, cues: ContextCues): string {
+  let rest = text;
+  for (;;) {
+    const opening = longestOpening(rest, cues.assent) || longestOpening(rest, cues.declineAlone);
+    const after = opening === '' ? '' : rest.slice(opening.length).replace(LEADING_GAP, '');
+    if (after === '') return rest;
+    rest = after;
+  }
+}
+
+/**
+ * What a short turn is: a decline (thanks are one), a follow-up, or neither. A decline may follow an
+ * acknowledgement: "ok, wait" holds as "wait" does.
+ */
 function kindOf(text: string, words: number, thanks: boolean, cues: ContextCues): 'decline' | 'follow' | null {
-  if (thanks || cues.decline.some((phrase) => opensWith(text, phrase))) return 'decline';
+  const body = afterAcknowledgement(text, cues);
+  const declines = (turn: string) => cues.decline.some((phrase) => opensWith(turn, phrase));
+  if (thanks || declines(text) || (body !== text && (declines(body) || longestOpening(body, cues.thanks) !== ''))) return 'decline';
   if (words <= 2 && cues.declineAlone.some((phrase) => opensWith(text, phrase))) return 'decline';
   if (text === '' || cues.follow.some((phrase) => opensWith(text, phrase))) return 'follow';
   return null;

@@ -236,6 +236,19 @@ describe('the conversation as context', () => {
     expect(classifier.classifyTurns({ latest, previous, assistant })).toMatchObject({ mode: 'ANSWER', step: 'context', followed: 'decline', unsure: false });
   });
 
+  it.each([
+    ['ok, warte noch', 'decline'],
+    ['nie, jeszcze nie', 'decline'],
+    ['oké, dank je wel', 'decline'],
+    ['sure, not yet', 'decline'],
+    ['ok, do it', 'follow'],
+    ['no, do the other one', 'none'],
+  ])('a decline or thanks after a yes, ok or no is read as one: %j is %s', (latest, cue) => {
+    const turns = { latest, previous: 'delete the old logs on the server', assistant: 'That is 3,400 files, 12 GB. Shall I delete them?' };
+    const names = featureNames(contextFeatures(turns, readContext(turns, cues, classifier.classify), cues, classifier.hashedFeatures(latest)));
+    expect(names).toContain(`cue:${cue}|ACTION`);
+  });
+
   it('thanks with more than a closing after them are not closed by the thanks alone', () => {
     const turns = { latest: 'Danke. Und am Freitagabend bitte wieder auf 17 runter', previous: 'stell die Heizung im Büro auf 21 Grad', assistant: 'Erledigt, das Büro ist jetzt auf 21 Grad eingestellt.' };
     expect(classifier.classify(turns.latest).triggers).toEqual([]);
