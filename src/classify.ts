@@ -87,22 +87,57 @@ const EDIT_INSTRUCTION_TAIL = 60;
 const HANDED_OVER = /:|\n|(?:^|[\s(])["']/;
 /** A match made of words only; a path, URL, address or file name is something to act on wherever it stands. */
 const WORDING = /^[a-z0-9' -]+$/;
+/**
+ * A describing phrase that names something of the user's ("the script that …", "our workflow for …"),
+ * or is followed by one ("a migration for the orders table", "a test for src/app.ts"), is about what
+ * exists, not text to write: it describes nothing.
+ */
+const OWN_WORD = /(?:^|\s)(?:the|my|our|your|this|that|these|those|his|her|their|its)\s/;
+const OWN_AFTER_FOR = /^\s*(?:(?:the|my|our|your|this|these|those|his|her|their|its)(?![\p{L}\p{N}])|\S*[/.]\S)/u;
+
+function describesNewText(text: string, phrase: string): boolean {
+  if (OWN_WORD.test(phrase)) return false;
+  return !phrase.endsWith(' for') || !OWN_AFTER_FOR.test(text.slice(text.indexOf(phrase) + phrase.length));
+}
+/**
+ * Where text a describing phrase hands over ends: at a request to act on what was described, after a
+ * sentence end, a comma, "and" or "then" ("…, and run it", ". Then save it as backup.sh").
+ */
+const DESCRIPTION_END = /(?:[.!?;]\s+|\n\s*|,\s+|\s+(?:and|then)\s+)(?:(?:and|then|now|also|please)\s+)*(?:run|execute|deploy|install|save|commit|apply|fix|restart|delete|remove|test|try|schedule|send|put|add|merge|open|check)\s+(?:it|them|this|that|the|on|in|against|as|into|to|under)(?![\p{L}\p{N}])/u;
+/** Categories whose matches in described text are what the text asked for acts on when it runs, not the user's request. */
+const DESCRIBED_CATEGORIES: ReadonlySet<Category> = new Set(['file', 'web']);
+
+/** The text a message hands over: from `start` to `end` in the text it was found in. `described`: after a describing phrase. */
+export interface HandedOver {
+  readonly start: number;
+  readonly end: number;
+  readonly described: boolean;
+}
 
 /**
- * Where the text an edit hands over begins ("proofread: '…'", "summarize this:\n…"): the first colon,
- * line break or opening quote shortly after an edit phrase, or right after one of `describing`, phrases
- * that name the text asked for ("kubectl command to …"); -1 when there is none.
+ * The text an edit hands over ("proofread: '…'", "summarize this:\n…"): from the first colon, line break
+ * or opening quote shortly after an edit phrase to the end, or from right after one of `describing`,
+ * phrases that name the text asked for ("kubectl command to …", "a bash script that …"), to a request
+ * of its own to act on it; null when there is none.
  */
-function handedOverStart(text: string, edits: readonly string[], describing: readonly string[]): number {
-  let start = -1;
+function handedOverIn(text: string, edits: readonly string[], describing: readonly string[]): HandedOver | null {
+  let found: HandedOver | null = null;
   for (const phrase of edits) {
     const at = text.indexOf(phrase);
     if (at === -1) continue;
     const after = at + phrase.length;
-    const found = describing.includes(phrase) ? { index: 0 } : HANDED_OVER.exec(text.slice(after, after + EDIT_INSTRUCTION_TAIL));
-    if (found !== null && (start === -1 || after + found.index < start)) start = after + found.index;
+    let span: HandedOver;
+    if (describing.includes(phrase)) {
+      const end = DESCRIPTION_END.exec(text.slice(after));
+      span = { start: after, end: end === null ? text.length : after + end.index, described: true };
+    } else {
+      const start = HANDED_OVER.exec(text.slice(after, after + EDIT_INSTRUCTION_TAIL));
+      if (start === null) continue;
+      span = { start: after + start.index, end: text.length, described: false };
+    }
+    if (found === null || span.start < found.start) found = span;
   }
-  return start;
+  return found;
 }
 
 /**
@@ -110,15 +145,19 @@ function handedOverStart(text: string, edits: readonly string[], describing: rea
  * action it says not to take ("plan only, don't change anything"), a verb that edits the message's own
  * text ("fix the grammar: …"), and the words of the text such an edit hands over ("proofread: 'weather
  * permitting, we run at six'"), which are the text's, not requests. Such a verb that also appears
- * elsewhere in the message stays a trigger, and so does a path, URL or name in the handed-over text:
- * missing a real request costs more than a needless ACTION.
+ * elsewhere in the message stays a trigger, and so does a path, URL or name in text handed over for an
+ * edit: missing a real request costs more than a needless ACTION. In described text ("a script that
+ * deletes /tmp/cache") paths and URLs are what the text asked for will act on, and go too.
  */
-function withoutCancelled(found: readonly RuleMatch[], signals: readonly RuleMatch[], edits: readonly string[], handedOver: number, text: string): RuleMatch[] {
+function withoutCancelled(found: readonly RuleMatch[], signals: readonly RuleMatch[], edits: readonly string[], handedOver: HandedOver | null, text: string): RuleMatch[] {
   const held = signals.some((signal) => signal.category === 'hold');
   const negated = signals.filter((signal) => signal.category === 'negated').map((signal) => signal.match);
   return found.filter((trigger) => {
     if (held && trigger.category === 'go_ahead') return false;
-    if (handedOver !== -1 && WORDING.test(trigger.match) && text.indexOf(trigger.match) > handedOver) return false;
+    if (handedOver !== null && (WORDING.test(trigger.match) || (handedOver.described && DESCRIBED_CATEGORIES.has(trigger.category)))) {
+      const at = text.indexOf(trigger.match);
+      if (at >= handedOver.start && at < handedOver.end) return false;
+    }
     const takenBack = negated.some((phrase) => phrase.endsWith(` ${trigger.match}`)) || edits.some((phrase) => phrase !== trigger.match && phrase.includes(trigger.match));
     return !takenBack || occurrences(text, trigger.match) !== 1;
   });
@@ -129,8 +168,8 @@ export interface RuleReading {
   readonly window: ScanWindow;
   /** The normalised window with look-alikes folded: what the scorer's wording features read. */
   readonly folded: string;
-  /** Where in `folded` the text an edit hands over begins ("proofread: '…'"), or -1: its words are the text's, not the request's. */
-  readonly handedOver: number;
+  /** The text an edit hands over ("proofread: '…'") as it stands in `folded`, or null: its words are the text's, not the request's. */
+  readonly handedOver: HandedOver | null;
   readonly found: readonly RuleMatch[];
   readonly signals: readonly RuleMatch[];
   /** Triggers the message did not take back. */
@@ -200,14 +239,17 @@ function readRulesAnew(rules: CompiledRuleSet, text: string, scanBudget: number)
   for (const index of [...matches.keys()].sort((a, b) => a - b)) {
     const rule = rules.rules[index] as CompiledRule;
     const match = matches.get(index) as string;
+    if (rule.handsOverAfter) {
+      if (!describesNewText(normalized, match)) continue;
+      describing.push(match);
+    }
     (CATEGORY_ROLES[rule.category].trigger ? found : signals).push({ rule: rule.id, category: rule.category, match });
-    if (rule.handsOverAfter) describing.push(match);
   }
   const edits = signals.filter((signal) => signal.category === 'content').map((signal) => signal.match);
-  const handedOver = edits.length === 0 ? -1 : handedOverStart(normalized, edits, describing);
+  const handedOver = edits.length === 0 ? null : handedOverIn(normalized, edits, describing);
   const evidence = withoutCancelled(found, signals, edits, handedOver, normalized);
   // The words of text handed over for an edit refer to nothing of the user's: only what stays counts.
-  const external = (handedOver === -1 ? found : evidence).some((match) => CATEGORY_ROLES[match.category].external);
+  const external = (handedOver === null ? found : evidence).some((match) => CATEGORY_ROLES[match.category].external);
   const triggers = distinct(evidence);
   // Vague wording inside a reference is part of a name ("etc" in /etc/hosts), not vagueness.
   const stakes = signals.filter((signal) => signal.category !== 'vague' || !triggers.some((trigger) => contains(trigger.match, signal.match)));
@@ -233,8 +275,8 @@ function readRulesAnew(rules: CompiledRuleSet, text: string, scanBudget: number)
   }
   // The scorer reads the folded text, which is longer than the matching form where an astral
   // character (an emoji) stands for one placeholder: there the place is looked for again.
-  const wordingEnd = handedOver === -1 ? -1 : folded.length === normalized.length ? handedOver : handedOverStart(folded, edits, describing);
-  return { window, folded, found, signals, evidence, triggers, stakes, question, external, handedOver: wordingEnd, ruled };
+  const wording = handedOver === null || folded.length === normalized.length ? handedOver : handedOverIn(folded, edits, describing);
+  return { window, folded, found, signals, evidence, triggers, stakes, question, external, handedOver: wording, ruled };
 }
 
 /**

@@ -18,8 +18,8 @@ export interface RuleEvidence {
   readonly question: boolean;
   readonly external: boolean;
   readonly distinctTriggers: number;
-  /** Where the text an edit hands over begins ("summarize this: …"), or -1: the wording features stop there. */
-  readonly handedOver: number;
+  /** The text an edit hands over ("summarize this: …", "a script that …"), or null: the wording features skip it. */
+  readonly handedOver: { readonly start: number; readonly end: number } | null;
 }
 
 /** Scripts written without spaces between words: their words are read as character n-grams. */
@@ -297,8 +297,9 @@ export function hashedFeaturesOf(text: string, evidence: RuleEvidence, lexicon: 
   if (text.endsWith('?')) add('ends:?');
 
   // The words of text handed over for an edit are the text's: only the instruction's are read.
-  if (evidence.handedOver !== -1) add('handed-over');
-  const tokens = tokensOf(evidence.handedOver === -1 ? prose : splitFences(text.slice(0, evidence.handedOver)).prose);
+  const { handedOver } = evidence;
+  if (handedOver !== null) add('handed-over');
+  const tokens = tokensOf(handedOver === null ? prose : splitFences(handedOver.end === text.length ? text.slice(0, handedOver.start) : `${text.slice(0, handedOver.start)}\n${text.slice(handedOver.end)}`).prose);
   const unspaced = (token: string) => scripts && UNSPACED.test(token);
   const read = lexicon === null ? tokens : inEnglish(tokens, lexicon, unspaced);
   let words = 0;

@@ -521,6 +521,25 @@ describe('ACTION triggers', () => {
     expect(matches(classify('restart the queue workers, then summarize this: the failures are in auth'))).toContain('restart');
   });
 
+  it.each([
+    'write a bash script that deletes backups older than 7 days in /var/backups',
+    'GitHub Actions workflow that deploys to fly.io on every push to main',
+    'a systemd unit for a worker in /opt/worker that restarts on failure',
+    'Create a program that reads a CSV file and prints the average of each column',
+  ])('text asked for by what it should do describes it: its verbs, paths and URLs are not requests: %j', (text) => {
+    expect(classify(text)).toMatchObject({ mode: 'ANSWER', triggers: [] });
+    expect(withScorer.features(text)).toContain('handed-over');
+  });
+
+  it('described text ends at a request to act on it; a phrase naming the user\'s own things describes nothing', () => {
+    expect(matches(classify('write a script that cleans the cache dir and run it'))).toEqual(['run it']);
+    expect(matches(classify('write a bash script that backs up /etc. then save it as backup.sh'))).toContain('backup.sh');
+    expect(matches(classify('the script that deploys staging is broken, fix it'))).toContain('fix');
+    expect(matches(classify('write a migration for the orders table that adds a status column'))).toContain('adds');
+    expect(matches(classify('write a test for src/app.ts that covers the login flow'))).toContain('src/app.ts');
+    expect(matches(classify('update config for prod to use the new host'))).toContain('update');
+  });
+
   it('without an edit phrase nothing is handed over: a colon alone takes nothing back', () => {
     expect(matches(classify('note: restart the api pods'))).toContain('restart');
     expect(withScorer.features('note: restart the api pods')).not.toContain('handed-over');

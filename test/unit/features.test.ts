@@ -27,7 +27,7 @@ describe('tokensOf', () => {
   });
 
   it('reads Thai, written without spaces, by characters and pairs as it reads Japanese', () => {
-    const names = featureNames(hashedFeaturesOf('เปิดไฟ', { matched: [], cancelled: [], step: 'default', question: false, external: false, distinctTriggers: 0, handedOver: -1 }));
+    const names = featureNames(hashedFeaturesOf('เปิดไฟ', { matched: [], cancelled: [], step: 'default', question: false, external: false, distinctTriggers: 0, handedOver: null }));
     expect(names).toEqual(expect.arrayContaining(['k:เ', 'k:เป', 'k:ไฟ']));
     expect(names).not.toContain('w:เปิดไฟ');
   });
@@ -41,7 +41,7 @@ describe('hashedFeaturesOf', () => {
     question: false,
     external: false,
     distinctTriggers: 1,
-    handedOver: -1,
+    handedOver: null,
   };
   const word = fc.stringMatching(/^[a-z]{1,9}$/);
 

@@ -7,7 +7,7 @@ import { cleanCharacters, cleanText } from '../../src/normalize.js';
 import { featureNames } from '../../src/scorer.js';
 
 const lexicon = (words: Record<string, Record<string, string[]>>) => compileLexicon({ version: 1, words });
-const none: RuleEvidence = { matched: [], cancelled: [], step: 'default', question: false, external: false, distinctTriggers: 0, handedOver: -1 };
+const none: RuleEvidence = { matched: [], cancelled: [], step: 'default', question: false, external: false, distinctTriggers: 0, handedOver: null };
 const names = (text: string, withLexicon: ReturnType<typeof lexicon> | null) => featureNames(hashedFeaturesOf(cleanText(text), none, withLexicon));
 
 describe('compileLexicon', () => {
