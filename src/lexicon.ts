@@ -36,7 +36,7 @@ export class LexiconError extends Error {}
 export interface Lexicon {
   /** The English word a token of a spaced script reads as, or undefined when it has none. */
   english(token: string): string | undefined;
-  /** Calls `found` with the English word of every form inside a run of an unspaced script, in order met. */
+  /** Calls `found` with the English word of each form in a run of an unspaced script, in order met: the longest form at a place, none inside it. */
   withinRun(run: string, found: (english: string) => void): void;
   readonly forms: number;
 }
@@ -107,12 +107,20 @@ export function compileLexicon(input: unknown): Lexicon {
     },
     withinRun(run, found) {
       const chars = Array.from(run);
-      for (let at = 0; at < chars.length; at += 1) {
+      for (let at = 0; at < chars.length; ) {
+        // The longest form at each place, and none inside it: 写真 is "photos", not also 写, "write".
         let piece = '';
+        let longest = 0;
+        let english: string | undefined;
         for (let length = 1; length <= longestInRun && at + length <= chars.length; length += 1) {
           piece += chars[at + length - 1] as string;
-          const english = inRuns.get(piece);
-          if (english !== undefined) found(english);
+          const word = inRuns.get(piece);
+          if (word !== undefined) [longest, english] = [length, word];
+        }
+        if (english === undefined) at += 1;
+        else {
+          found(english);
+          at += longest;
         }
       }
     },

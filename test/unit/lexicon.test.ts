@@ -34,6 +34,13 @@ describe('compileLexicon', () => {
     expect(found).toEqual(['today', 'weather']);
   });
 
+  it('reads the longest form at each place of a run, and no form inside it', () => {
+    const words = lexicon({ write: { zh: ['写'] }, photos: { ja: ['写真'] }, delete: { ja: ['削除'] } });
+    const found: string[] = [];
+    words.withinRun('写真を削除して', (english) => found.push(english));
+    expect(found).toEqual(['photos', 'delete']);
+  });
+
   it('refuses a form read as two English words, a short stem and a stem in a script without spaces, naming each', () => {
     const refused = () => lexicon({ book: { es: ['reserva'] }, reserve: { es: ['reserva'] }, check: { pl: ['spr*'] }, today: { zh: ['今*'] } });
     expect(refused).toThrow(LexiconError);
