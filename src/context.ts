@@ -273,8 +273,9 @@ function kindOf(text: string, words: number, thanks: boolean, cues: ContextCues)
 const noDebate = (): Decision['debate'] => ({ verdict: 'NONE', stakes: 'none', reasons: [], bypass: null });
 
 /**
- * A turn's own score from which an unsure reading of the conversation does not overturn it: "add it to
- * zendesk as a macro" after a chat answer is the new request it says it is.
+ * A turn's own score from which (or, for an ANSWER, 1 minus which) an unsure reading of the conversation
+ * does not overturn it: "add it to zendesk as a macro" after a chat answer is the new request it says it
+ * is, and a general question after work reported done is a question.
  */
 const SURE_ON_ITS_OWN = 0.9;
 
@@ -437,10 +438,10 @@ export function classifyInContext(given: Turns, cues: ContextCues, model: Scorer
   const mode = score >= model.threshold ? 'ACTION' : 'ANSWER';
   const unsure = score > model.band[0] && score < model.band[1];
   // A turn that stands on its own keeps its own step when context agrees, or when context is unsure of a
-  // turn with strong evidence of its own (three triggers or more, or a score of SURE_ON_ITS_OWN): a full
-  // request is overturned only on the model's confident reading of the turns before, and is unsure only
-  // when both readings are.
-  const sure = own.confidence === 'STRONG' || own.score >= SURE_ON_ITS_OWN;
+  // turn with strong evidence of its own (three triggers or more, or a score of SURE_ON_ITS_OWN, or of
+  // 1 - SURE_ON_ITS_OWN or less): a full request or a plain question is overturned only on the model's
+  // confident reading of the turns before, and is unsure only when both readings are.
+  const sure = own.confidence === 'STRONG' || own.score >= SURE_ON_ITS_OWN || own.score <= 1 - SURE_ON_ITS_OWN;
   if (kind === null && (mode === own.mode || (unsure && sure))) return rescored(own, own, score, unsure && own.unsure, model.id, top);
   const source = offer ?? previous;
   const followed = kind === 'decline' || (mode === 'ANSWER' && source?.mode === 'ACTION') ? 'decline' : offer ? 'offer' : 'previous';

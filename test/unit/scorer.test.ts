@@ -193,6 +193,24 @@ describe('the conversation as context', () => {
     expect(classifier.classifyTurns({ latest, previous, assistant })).toMatchObject({ mode: 'ACTION', step: own.step, unsure: false });
   });
 
+  it('a turn sure of its route on its own, either way, keeps it when the context model is unsure', () => {
+    // A context model that reads every conversation as ACTION, unsure: 0.6 inside its band [0.4, 0.7].
+    const rest = { version: 1 as const, bits: 8, bias: Math.log(0.6 / 0.4), scale: 100, weights: Buffer.alloc(2 << 8).toString('base64'), calibration: { a: 1, b: 0 }, threshold: 0.5, band: [0.4, 0.7] as [number, number], trainedOn: { lines: 0, digest: '' } };
+    const unsureContext = createClassifier({ context: { ...rest, id: scorerDigest(rest) } });
+    const previous = 'restart the ingest workers';
+    const assistant = 'Restarted all six; the queue is draining.';
+    const question = 'what is the difference between a process and a thread?';
+    expect(unsureContext.classify(question).score).toBeLessThanOrEqual(0.1);
+    expect(unsureContext.classifyTurns({ latest: question, previous, assistant })).toMatchObject({ mode: 'ANSWER', step: 'question' });
+    const request = 'fix the failing test in src/app.ts';
+    expect(unsureContext.classifyTurns({ latest: request, previous, assistant })).toMatchObject({ mode: 'ACTION', step: unsureContext.classify(request).step });
+    // A turn not sure of itself goes the context model's way.
+    const unclear = 'sounds reasonable I guess';
+    expect(unsureContext.classify(unclear)).toMatchObject({ mode: 'ANSWER' });
+    expect(unsureContext.classify(unclear).score).toBeGreaterThan(0.1);
+    expect(unsureContext.classifyTurns({ latest: unclear, previous, assistant })).toMatchObject({ mode: 'ACTION', step: 'context', unsure: true });
+  });
+
   it.each([
     ['what about ethereum?', "what's bitcoin trading at?", 'Bitcoin is at $67,450, down 1.8% today.', 'ACTION'],
     ['what about lisbon', 'is it going to rain in porto this weekend?', 'Saturday is dry; Sunday 70% chance of showers.', 'ACTION'],
