@@ -53,6 +53,14 @@ export const ContextCuesSchema = z
      * assistant's offer, asks for what was offered, and takes the offer's route. Default: none.
      */
     assent: z.array(z.string().min(1)).default([]),
+    /**
+     * Words that make an assistant's closing question ask for a detail ("which", "what time", "cuál",
+     * "いつ"): a short reply to it that asks and requests nothing of its own gives that detail, and takes
+     * the route of the request before it. Default: none.
+     */
+    clarify: z.array(z.string().min(1)).default([]),
+    /** Words that make such a question ask for something new instead ("else": "what else can I do?"). Default: none. */
+    clarifyNot: z.array(z.string().min(1)).default([]),
   })
   .strict();
 
@@ -331,6 +339,35 @@ function moreLinesThan(text: string, lines: number): boolean {
   return true;
 }
 
+/** Most words of a reply that gives a detail asked for: "The seventh of August, at nine in the morning, if you would." */
+const DETAIL_WORDS = 16;
+const QUESTION_START = /[.!?\n。！？]/u;
+const HANGUL = /\p{Script=Hangul}/u;
+
+/**
+ * Whether an assistant turn (cleaned) closes on a question for a detail: its last sentence ends in a
+ * question mark and holds one of `cues.clarify` and none of `cues.clarifyNot`, as whole words (anywhere
+ * in scripts without spaces; at a word's start in Korean).
+ */
+function asksForDetail(assistant: string, cues: ContextCues): boolean {
+  const text = assistant.trimEnd();
+  if (cues.clarify.length === 0 || !(text.endsWith('?') || text.endsWith('？'))) return false;
+  const body = text.slice(0, -1);
+  let start = body.length;
+  while (start > 0 && !QUESTION_START.test(body.charAt(start - 1))) start -= 1;
+  const question = ` ${body.slice(start)} `;
+  const holds = (word: string) => {
+    for (let at = question.indexOf(word); at !== -1; at = question.indexOf(word, at + 1)) {
+      if (!SPACED_SCRIPT.test(word.charAt(0))) return true;
+      // Korean words take their endings without a space ("몇시", "언제가"): only their start is a word's start.
+      const ends = HANGUL.test(word.charAt(0)) || !WORD_CHAR.test(question.charAt(at + word.length));
+      if (!WORD_CHAR.test(question.charAt(at - 1)) && ends) return true;
+    }
+    return false;
+  };
+  return cues.clarify.some(holds) && !cues.clarifyNot.some(holds);
+}
+
 /** Whether an assistant turn holds content it produced: code, or more than a few lines. */
 const hasContent = (assistant: string): boolean => assistant.includes('```') || moreLinesThan(assistant, 3);
 
@@ -434,6 +471,14 @@ export function classifyInContext(given: Turns, cues: ContextCues, model: Scorer
   const rest = asked === null || kind === 'decline' || own.triggers.length > 0 ? null : ellipticalRest(shape.text, cues);
   if (asked !== null && rest !== null && reader.classify(rest).step !== 'question') {
     return rescored(own, following(asked, previous ? 'previous' : 'offer'), score, false, model.id, top);
+  }
+  // "The seventh of August, at nine" to "For which date would you like the reminder?" gives what the
+  // work asked about lacked: the offer's, or the request's before it. A question after chat ("What's
+  // the assignment about?") leaves the turn to the model.
+  const pending = offer !== null && (offer.step !== 'default' || previous === null) ? offer : previous;
+  if (pending?.mode === 'ACTION' && kind === null && own.triggers.length === 0 && own.step !== 'question'
+    && shape.words <= DETAIL_WORDS && turns.assistant !== null && asksForDetail(reader.cleaned(offerTail(turns.assistant)), cues)) {
+    return rescored(own, following(pending, pending === offer ? 'offer' : 'previous'), score, false, model.id, top);
   }
   const mode = score >= model.threshold ? 'ACTION' : 'ANSWER';
   const unsure = score > model.band[0] && score < model.band[1];

@@ -178,5 +178,7 @@ function cleanedCues(cues: ContextCues): ContextCues {
     offers: clean(cues.offers),
     ellipsis: clean(cues.ellipsis),
     assent: clean(cues.assent),
+    clarify: clean(cues.clarify),
+    clarifyNot: clean(cues.clarifyNot),
   };
 }
