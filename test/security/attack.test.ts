@@ -292,6 +292,9 @@ describe('1. the gateway process survives', () => {
     expect(total(samples, 'task_router_uncaught_errors_total', { kind: 'uncaught_exception', action: 'continued' })).toBe(1);
     expect(total(samples, 'task_router_uncaught_errors_total', { kind: 'unhandled_rejection', action: 'continued' })).toBe(1);
     expect((await fetch(`${gateway.url}/healthz`)).status).toBe(200);
+    // The log lines come through the child's stdout pipe, which may deliver them after the counters were scraped.
+    const logged = () => /ERR_STREAM_WRITE_AFTER_END/.test(gateway.output()) && /nobody waited for this promise/.test(gateway.output());
+    while (!logged() && performance.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
     expect(gateway.output()).toMatch(/ERR_STREAM_WRITE_AFTER_END/);
     expect(gateway.output()).toMatch(/nobody waited for this promise/);
 
