@@ -55,42 +55,20 @@ const triggersBucket = buckets('triggers', [0, 1, 2]);
 const linesBucket = buckets('lines', [1, 5]);
 const lengthBucket = buckets('len', [2, 5, 12, 30, 80]);
 
-/**
- * A line of a stack trace or log pasted without a fence: a Python, Java, JavaScript or Go frame, the
- * exception line, a timestamped or levelled log line, npm's error lines.
- */
-const TRACE_LINE = /^\s*(?:traceback \(most recent call last\)|file "[^"\n]*", line \d|at [\w$.<>\/ -]+[(:][^\n]*\d\)?\s*$|caused by:|exception in thread|\.\.\. \d+ more|goroutine \d+|panic: |npm err!|[\w.$]*(?:error|exception)(?::|$)|\[?\d{4}[-/]\d{2}[-/]\d{2}[ t]\d{2}:\d{2}|\[\d{2}:\d{2}:\d{2}\]|(?:info|warn|warning|error|debug|fatal)\s*[:\]|])/;
-
-/** Splits off a stack trace or log pasted without a fence: its lines, and the indented lines among them. */
-function splitTraces(text: string): { prose: string; pasted: number } {
-  if (!text.includes('\n')) return { prose: text, pasted: 0 };
-  let prose = '';
-  let pasted = 0;
-  let inTrace = false;
-  for (const line of text.split('\n')) {
-    inTrace = TRACE_LINE.test(line) || (inTrace && /^\s{2}/.test(line));
-    if (inTrace) pasted += line.length + 1;
-    else prose += `${line}\n`;
-  }
-  return pasted === 0 ? { prose: text, pasted: 0 } : { prose, pasted };
-}
-
-/** Splits a message into prose and what was pasted into it: code fences, and traces and logs without one. */
+/** Splits a message into prose and the content of its code fences. */
 function splitFences(text: string): { prose: string; fenced: number } {
+  if (!text.includes('```')) return { prose: text, fenced: 0 };
+  const pieces = text.split('```');
   let prose = '';
   let fenced = 0;
-  if (!text.includes('```')) prose = text;
-  else {
-    text.split('```').forEach((piece, index) => {
-      if (index % 2 === 0) prose += piece;
-      else {
-        prose += ' ``` ';
-        fenced += piece.length;
-      }
-    });
-  }
-  const traces = splitTraces(prose);
-  return { prose: traces.prose, fenced: fenced + traces.pasted };
+  pieces.forEach((piece, index) => {
+    if (index % 2 === 0) prose += piece;
+    else {
+      prose += ' ``` ';
+      fenced += piece.length;
+    }
+  });
+  return { prose, fenced };
 }
 
 /** Characters below U+0370 belong to none of SCRIPTS (nor to UNSPACED): most messages need no script test. */

@@ -33,31 +33,6 @@ describe('tokensOf', () => {
   });
 });
 
-describe('pasted traces and logs', () => {
-  const none: RuleEvidence = { matched: [{ rule: 'file.name', category: 'file', match: 'report.py' }], cancelled: [], step: 'triggers', question: false, external: false, distinctTriggers: 1, handedOver: null };
-  const paste = [
-    'what is going on here',
-    'Traceback (most recent call last):',
-    '  File "report.py", line 42, in <module>',
-    '    totals = summarise(rows)',
-    'KeyError: \'revenue\'',
-  ].join('\n').toLowerCase();
-
-  it('a stack trace pasted without a fence is read as pasted: its words are no wording features', () => {
-    const names = featureNames(hashedFeaturesOf(paste, none));
-    expect(names).toEqual(expect.arrayContaining(['w:going', 'fence:most', 'pasted:file']));
-    expect(names).not.toContain('w:summarise');
-    expect(names).not.toContain('w:revenue');
-  });
-
-  it('prose lines around it, and prose that only mentions an error, stay prose', () => {
-    const names = featureNames(hashedFeaturesOf(`${paste}\nplease fix it in our repo`, none));
-    expect(names).toEqual(expect.arrayContaining(['w:fix', 'w:repo']));
-    const prose = featureNames(hashedFeaturesOf('the error: it keeps timing out\nwhat should i check first', none));
-    expect(prose).toEqual(expect.arrayContaining(['w:timing', 'w:check', 'fence:none']));
-  });
-});
-
 describe('hashedFeaturesOf', () => {
   const evidence: RuleEvidence = {
     matched: [{ rule: 'operation.fix', category: 'operation', match: 'fix' }],
