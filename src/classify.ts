@@ -99,6 +99,7 @@ function describesNewText(text: string, phrase: string): boolean {
   if (OWN_WORD.test(phrase)) return false;
   return !phrase.endsWith(' for') || !OWN_AFTER_FOR.test(text.slice(text.indexOf(phrase) + phrase.length));
 }
+
 /**
  * Where text a describing phrase hands over ends: at a request to act on what was described, after a
  * sentence end, a comma, "and" or "then" ("…, and run it", ". Then save it as backup.sh").
@@ -108,7 +109,7 @@ const DESCRIPTION_END = /(?:[.!?;]\s+|\n\s*|,\s+|\s+(?:and|then)\s+)(?:(?:and|th
 const DESCRIBED_CATEGORIES: ReadonlySet<Category> = new Set(['file', 'web']);
 
 /** The text a message hands over: from `start` to `end` in the text it was found in. `described`: after a describing phrase. */
-export interface HandedOver {
+interface HandedOver {
   readonly start: number;
   readonly end: number;
   readonly described: boolean;

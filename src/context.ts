@@ -56,7 +56,7 @@ export const ContextCuesSchema = z
     /**
      * Words that make an assistant's closing question ask for a detail ("which", "what time", "cuál",
      * "いつ"): a short reply to it that asks and requests nothing of its own gives that detail, and takes
-     * the route of the request before it. Default: none.
+     * the route of the work asked about (the assistant's offer, or else the request before it). Default: none.
      */
     clarify: z.array(z.string().min(1)).default([]),
     /** Words that make such a question ask for something new instead ("else": "what else can I do?"). Default: none. */

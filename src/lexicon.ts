@@ -115,7 +115,10 @@ export function compileLexicon(input: unknown): Lexicon {
         for (let length = 1; length <= longestInRun && at + length <= chars.length; length += 1) {
           piece += chars[at + length - 1] as string;
           const word = inRuns.get(piece);
-          if (word !== undefined) [longest, english] = [length, word];
+          if (word !== undefined) {
+            longest = length;
+            english = word;
+          }
         }
         if (english === undefined) at += 1;
         else {
