@@ -24,12 +24,14 @@ export const RuleSchema = z
      * holding one of them. `{<}ls ` means "ls " at the start of a word. A literal missing from this list
      * hides matches, so tests check the list against every pattern match in the corpus.
      */
+    requires: z.array(z.string().min(1).regex(/^(?:\{<\})?[\x00-\x7f]+$/, 'ASCII, as the text rules see').refine((literal) => literal === literal.toLowerCase(), 'lower case, as the text rules see').refine((literal) => literal !== '{<}', 'a literal after {<}')).min(1).optional(),
     /**
      * For a `content` rule: the text handed over begins right after the match, since the words after
-     * "git command to" describe the text asked for; without it, at the next colon, line break or quote.
+     * "git command to" describe the text asked for, and ends at a request to act on it ("…, and run it");
+     * without it, the text begins at the next colon, line break or quote. A match naming the user's own
+     * things ("the script that …") hands over nothing.
      */
     handsOverAfter: z.literal(true).optional(),
-    requires: z.array(z.string().min(1).regex(/^(?:\{<\})?[\x00-\x7f]+$/, 'ASCII, as the text rules see').refine((literal) => literal === literal.toLowerCase(), 'lower case, as the text rules see').refine((literal) => literal !== '{<}', 'a literal after {<}')).min(1).optional(),
   })
   .strict()
   .refine((rule) => (rule.words === undefined) !== (rule.pattern === undefined), {
