@@ -28,6 +28,7 @@ import {
   type Tiebreaker,
   type Wrapper,
 } from '../src/index.js';
+import { createBatch } from './batch.js';
 import { credentialOwner, tokenMatches } from './credentials.js';
 import { sendError, type ErrorKind } from './errors.js';
 import { setRequestIdHeaders } from './request-id.js';
@@ -196,6 +197,8 @@ export function taskRouter(options: TaskRouterOptions = {}): RequestHandler {
   const sessions = options.sessions;
   const warn = options.warn ?? ((message: string) => process.emitWarning(message, { code: 'TASK_ROUTER_NO_BODY_PARSER' }));
   let warnedNoParser = false;
+  // The requests read in one turn of the event loop are classified in a row (see createBatch).
+  const classifications = createBatch();
 
   const passOn = (req: Request, format: ChatFormat, reason: SkipReason): Outcome => {
     safely(() => hooks.skip?.(reason, format.name, req));
@@ -253,7 +256,7 @@ export function taskRouter(options: TaskRouterOptions = {}): RequestHandler {
     const span = startRequestSpan(req, res, format.name, chat.model);
     let request: ClassifiedRequest;
     try {
-      request = classifyRequest(snapshot, format, chat, human, override, session);
+      request = await classifications.run(() => classifyRequest(snapshot, format, chat, human, override, session));
     } catch (error) {
       safely(() => span.setAttribute('task_router.fallback', 'classify'));
       return degrade(req, snapshot, format, chat, 'classify', error);

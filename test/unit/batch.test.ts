@@ -1,0 +1,53 @@
+import { describe, expect, it } from 'vitest';
+import { createBatch } from '../../middleware/batch.js';
+
+describe('createBatch', () => {
+  it('runs the work queued in one turn together, in order, after the turn', async () => {
+    const batch = createBatch();
+    const ran: string[] = [];
+    const queued = ['a', 'b', 'c'].map((name) => batch.run(() => {
+      ran.push(name);
+      return name.toUpperCase();
+    }));
+    ran.push('turn ends');
+    expect(ran).toEqual(['turn ends']);
+    await expect(Promise.all(queued)).resolves.toEqual(['A', 'B', 'C']);
+    expect(ran).toEqual(['turn ends', 'a', 'b', 'c']);
+  });
+
+  it('runs every job of a batch before any of their callers resume', async () => {
+    const batch = createBatch();
+    const order: string[] = [];
+    const caller = async (name: string) => {
+      await batch.run(() => order.push(`work ${name}`));
+      order.push(`resumed ${name}`);
+    };
+    await Promise.all([caller('a'), caller('b')]);
+    expect(order).toEqual(['work a', 'work b', 'resumed a', 'resumed b']);
+  });
+
+  it('rejects only the job that threw', async () => {
+    const batch = createBatch();
+    const failing = batch.run(() => {
+      throw new RangeError('too deep');
+    });
+    const fine = batch.run(() => 1);
+    await expect(failing).rejects.toThrow(RangeError);
+    await expect(fine).resolves.toBe(1);
+  });
+
+  it('queues work added while a batch runs for the next one', async () => {
+    const batch = createBatch();
+    let later: Promise<number> | null = null;
+    const batches: number[] = [];
+    let current = 0;
+    await batch.run(() => {
+      current = 1;
+      later = batch.run(() => current);
+      batches.push(current);
+    });
+    current = 2;
+    await expect(later).resolves.toBe(2);
+    expect(batches).toEqual([1]);
+  });
+});
