@@ -18,6 +18,9 @@ interface Job {
   readonly reject: (error: unknown) => void;
 }
 
+// Taken when the module loads: fake timers a test installs later must not leave requests waiting.
+const afterThisTurn = setImmediate;
+
 export function createBatch(): Batch {
   let queued: Job[] = [];
   const runQueued = () => {
@@ -34,7 +37,7 @@ export function createBatch(): Batch {
   return {
     run<T>(work: () => T): Promise<T> {
       return new Promise<T>((resolve, reject) => {
-        if (queued.length === 0) setImmediate(runQueued);
+        if (queued.length === 0) afterThisTurn(runQueued);
         queued.push({ work, resolve: resolve as (value: unknown) => void, reject });
       });
     },

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { createBatch } from '../../middleware/batch.js';
 
 describe('createBatch', () => {
@@ -49,5 +49,15 @@ describe('createBatch', () => {
     current = 2;
     await expect(later).resolves.toBe(2);
     expect(batches).toEqual([1]);
+  });
+
+  it('runs under fake timers installed after it loaded', async () => {
+    const batch = createBatch();
+    vi.useFakeTimers();
+    try {
+      await expect(batch.run(() => 'done')).resolves.toBe('done');
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
