@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import defaultLexicon from '../../config/lexicon.json' with { type: 'json' };
-import { hashedFeaturesOf, tokensOf, type RuleEvidence } from '../../src/features.js';
+import { hashedFeaturesOf, tokensOf, UNSPACED, type RuleEvidence } from '../../src/features.js';
 import { compileLexicon, LexiconError } from '../../src/lexicon.js';
 import { cleanCharacters, cleanText } from '../../src/normalize.js';
 import { featureNames } from '../../src/scorer.js';
@@ -75,6 +75,15 @@ describe('the scorer reads a known word as its English counterpart', () => {
 });
 
 describe('the shipped lexicon', () => {
+  it('reads every form of a spaced script, and every stem, as its English word', () => {
+    const words = compileLexicon(defaultLexicon);
+    const misread = Object.entries(defaultLexicon.words).flatMap(([english, languages]) => Object.values(languages).flat()
+      .map((form) => cleanCharacters(form.replace(/\*$/, '')))
+      .filter((form) => !UNSPACED.test(form) && form !== english && words.english(form) !== english)
+      .map((form) => `${form} → ${english}`));
+    expect(misread).toEqual([]);
+  });
+
   it('compiles, and no form is a word of two or more English training lines', () => {
     expect(compileLexicon(defaultLexicon).forms).toBeGreaterThan(5000);
     const lines = new Map<string, number>();
