@@ -1,7 +1,8 @@
 /**
  * classifyTurns on the gateway benchmark's conversation (bench/bodies.ts): warm, in a loop, and cold,
  * with 4 MiB of memory written before each call, as a gateway's request path leaves the caches
- * between two classifications. With --baseline DIR, the same in another built checkout, the two
+ * between two classifications; then after 3 ms asleep and after 3 ms of a loop that touches no
+ * memory, as requests arriving a few ms apart are classified. With --baseline DIR, the same in another built checkout, the two
  * alternated run by run. Each run is its own process. Prints each run's medians and the median of
  * the runs; asserts nothing.
  *
@@ -33,7 +34,11 @@ const count = (name: string, fallback: number): number => {
 interface RunResult {
   readonly warm: number;
   readonly cold: number;
+  readonly asleep: number;
+  readonly busy: number;
 }
+
+const PAUSE_MS = 3;
 
 const median = (values: number[]): number => values.sort((a, b) => a - b)[values.length >> 1] as number;
 
@@ -54,7 +59,17 @@ async function job(dist: string, calls: number): Promise<RunResult> {
     for (let at = 0; at < evict.length; at += 8) evict[at] = (evict[at] as number) + 1;
     return time(50_000 + i);
   });
-  return { warm: median(warm), cold: median(cold) };
+  const asleep: number[] = [];
+  for (let i = 0; i < Math.ceil(calls / 3); i += 1) {
+    await new Promise((wake) => setTimeout(wake, PAUSE_MS));
+    asleep.push(time(60_000 + i));
+  }
+  const busy = Array.from({ length: Math.ceil(calls / 3) }, (_, i) => {
+    const until = performance.now() + PAUSE_MS;
+    while (performance.now() < until);
+    return time(70_000 + i);
+  });
+  return { warm: median(warm), cold: median(cold), asleep: median(asleep), busy: median(busy) };
 }
 
 function run(dist: string, calls: number): Promise<RunResult> {
@@ -77,14 +92,16 @@ if (baseline !== null && !existsSync(resolve(baseline, 'src/index.js'))) throw n
 const builds: [name: string, dist: string][] = baseline === null ? [['this build', own]] : [['baseline', baseline], ['this build', own]];
 const results = new Map<string, RunResult[]>(builds.map(([name]) => [name, []]));
 const runs = count('--runs', 3);
-console.log(`classifyTurns on the gateway benchmark's conversation: ${calls} warm calls, ${Math.ceil(calls / 3)} with 4 MiB written before each; medians in µs`);
+console.log(`classifyTurns on the gateway benchmark's conversation: ${calls} warm calls; ${Math.ceil(calls / 3)} each cold (4 MiB written before each), after ${PAUSE_MS} ms asleep and after ${PAUSE_MS} ms busy touching no memory; medians in µs`);
+const row = (result: RunResult): string => (['warm', 'cold', 'asleep', 'busy'] as const).map((kind) => `${kind} ${result[kind].toFixed(1).padStart(6)}`).join('  ');
 for (let round = 1; round <= runs; round += 1) {
   for (const [name, dist] of builds) {
     const result = await run(dist, calls);
     results.get(name)?.push(result);
-    console.log(`run ${round}  ${name.padEnd(10)}  warm ${result.warm.toFixed(1).padStart(6)}  cold ${result.cold.toFixed(1).padStart(6)}`);
+    console.log(`run ${round}  ${name.padEnd(10)}  ${row(result)}`);
   }
 }
 for (const [name, list] of results) {
-  console.log(`median of runs  ${name.padEnd(10)}  warm ${median(list.map((r) => r.warm)).toFixed(1).padStart(6)}  cold ${median(list.map((r) => r.cold)).toFixed(1).padStart(6)}`);
+  const of = (kind: keyof RunResult): number => median(list.map((result) => result[kind]));
+  console.log(`median of runs  ${name.padEnd(10)}  ${row({ warm: of('warm'), cold: of('cold'), asleep: of('asleep'), busy: of('busy') })}`);
 }
