@@ -2,9 +2,9 @@
  * classifyTurns on the gateway benchmark's conversation (bench/bodies.ts): warm, in a loop, and cold,
  * with 4 MiB of memory written before each call, as a gateway's request path leaves the caches
  * between two classifications; then after 3 ms asleep and after 3 ms of a loop that touches no
- * memory, as requests arriving a few ms apart are classified. With --baseline DIR, the same in another built checkout, the two
- * alternated run by run. Each run is its own process. Prints each run's medians and the median of
- * the runs; asserts nothing.
+ * memory, as requests arriving a few ms apart are classified. With --baseline DIR, the same in
+ * another built checkout, the two alternated run by run. Each run is its own process. Prints each
+ * run's medians and the median of the runs; asserts nothing.
  *
  *   node dist/bench/turns.js [--baseline DIR] [--runs N] [--calls N]
  *
