@@ -49,6 +49,11 @@ describe('requires hints', () => {
     expect(found).toEqual([]);
   });
 
+  it('hold for a record named by its number, in every form the ticket rule reads', () => {
+    const texts = ['check build 00', 'close issues 12 and 13', 'who has tickets 301 and 302', 'review prs 88 and 90', 'see pull request 12', 'refund order 55812', 'build #12'];
+    expect(texts.map(matchable).flatMap(violations)).toEqual([]);
+  });
+
   it('hold for generated text made of the rules\' own fragments', () => {
     const fragments = [
       ...new Set((defaultRuleSet as RuleSetData).rules.flatMap((rule) => [...(rule.words ?? []), ...(rule.requires ?? []).map((hint) => hint.replace('{<}', ''))])),
