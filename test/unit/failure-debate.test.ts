@@ -334,6 +334,35 @@ describe('properties', () => {
     }), { numRuns: 500 });
   });
 
+  it('a session read back from JSON (a shared store) records a decision exactly as the one in memory', () => {
+    // Keys that contain one another or a newline: where a search of the remembered keys could take one key for another.
+    const key = fc.constantFrom('a', 'ab', 'b', 'a\nb', '\n', 'b\n', '');
+    const action = fc.oneof(
+      { weight: 4, arbitrary: key.map((task) => ({ kind: 'decide' as const, task })) },
+      { weight: 1, arbitrary: fc.record({ kind: fc.constant('outcome' as const), outcome: fc.constantFrom<Outcome>('success', 'failure', 'rejected') }) },
+      { weight: 1, arbitrary: fc.constant({ kind: 'take' as const }) },
+    );
+    fc.assert(fc.property(limits, fc.array(action, { maxLength: 60 }), (bounds, actions) => {
+      let state = emptySession(0);
+      actions.forEach((current, index) => {
+        if (current.kind === 'take') {
+          state = takePending(state, index).state;
+          return;
+        }
+        if (current.kind === 'outcome') {
+          const result = recordOutcome(state, { outcome: current.outcome }, index, bounds);
+          if (result.ok) state = result.state;
+          return;
+        }
+        const decision = { task: current.task, stakes: 'none' as const, debatable: true, decisionId: `d${index}` };
+        const fromJson = recordDecision(JSON.parse(JSON.stringify(state)) as SessionState, decision, index, bounds);
+        state = recordDecision(state, decision, index, bounds);
+        expect(state).toEqual(fromJson);
+        expect(new Set(state.tasks.map((task) => task.key)).size).toBe(state.tasks.length);
+      });
+    }), { numRuns: 500 });
+  });
+
   it('a single ordinary task follows the rules step by step: two failures debate, the third after a debate escalates', () => {
     // The reference model, written straight from the rules for one task of no stakes.
     const model = (outcome: Outcome, m: { failures: number; rejections: number; debated: boolean }) => {
