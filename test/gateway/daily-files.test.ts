@@ -30,6 +30,19 @@ describe('DailyFiles', () => {
     expect(await read('2026-11-25')).toBe('next day\n');
   });
 
+  it('writes what was queued since the last write, not what a reused chunk held before', async () => {
+    const { out, read } = await files();
+    const batch = (tag: string) => Array.from({ length: 2000 }, (_, i) => `${tag} ${i} ${'z'.repeat(i % 90)}\n`);
+    const first = batch('one');
+    for (const line of first) out.append('2026-11-24', line);
+    await out.flush();
+    // Shorter lines this time: a reused chunk is filled less far than before.
+    const second = batch('two').map((line) => line.slice(0, 12).concat('\n'));
+    for (const line of second) out.append('2026-11-24', line);
+    await out.close();
+    expect(await read('2026-11-24')).toBe([...first, ...second].join(''));
+  });
+
   it('drops and counts lines past maxQueuedBytes, and keeps the rest', async () => {
     const { out, dropped, read } = await files(10);
     out.append('2026-11-24', 'abcdef\n');
