@@ -153,6 +153,33 @@ export class DailyFiles {
   }
 }
 
+/**
+ * timeParts for one offset, keeping the parts of the second asked for last: records are written in
+ * batches, most of a batch within one second, and only the milliseconds then change.
+ */
+export function timePartsAt(offsetMinutes: number): (instant: Date) => { iso: string; day: string; clock: string } {
+  let second = Number.NaN;
+  let head = '';
+  let tail = '';
+  let day = '';
+  let clock = '';
+  return (instant) => {
+    const time = instant.getTime();
+    const at = Math.floor(time / 1000);
+    if (at !== second) {
+      const parts = timeParts(instant, offsetMinutes);
+      second = at;
+      // YYYY-MM-DDTHH:MM:SS. | mmm | offset
+      head = parts.iso.slice(0, 20);
+      tail = parts.iso.slice(23);
+      ({ day, clock } = parts);
+      return parts;
+    }
+    const millis = time - at * 1000;
+    return { iso: `${head}${millis < 10 ? '00' : millis < 100 ? '0' : ''}${millis}${tail}`, day, clock };
+  };
+}
+
 /** An instant as ISO 8601 with the offset written, and its day and HH:MM under that offset. */
 export function timeParts(instant: Date, offsetMinutes: number): { iso: string; day: string; clock: string } {
   const local = new Date(instant.getTime() + offsetMinutes * 60_000).toISOString();

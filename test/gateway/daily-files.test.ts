@@ -1,8 +1,9 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import { join } from 'node:path';
+import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
-import { DailyFiles } from '../../gateway/daily-files.js';
+import { DailyFiles, timeParts, timePartsAt } from '../../gateway/daily-files.js';
 
 let dir: string | undefined;
 afterEach(async () => {
@@ -91,5 +92,22 @@ describe('DailyFiles', () => {
     }
     expect(written).toBe('a\nmore than half\n');
     await out.close();
+  });
+});
+
+describe('timePartsAt', () => {
+  it('gives what timeParts gives, for instants in the second it kept and in others', () => {
+    // Instants in runs: the same second, the next millisecond, across a second, a minute and a day.
+    const start = fc.integer({ min: -2_000_000_000_000, max: 4_000_000_000_000 });
+    const step = fc.oneof(fc.constantFrom(0, 1, 999, 1000, 59_999, 86_400_000), fc.integer({ min: -5000, max: 5000 }));
+    const offset = fc.integer({ min: -14 * 60, max: 14 * 60 });
+    fc.assert(fc.property(offset, start, fc.array(step, { maxLength: 30 }), (minutes, first, steps) => {
+      const parts = timePartsAt(minutes);
+      let at = first;
+      for (const delta of [0, ...steps]) {
+        at += delta;
+        expect(parts(new Date(at))).toEqual(timeParts(new Date(at), minutes));
+      }
+    }), { numRuns: 300 });
   });
 });
