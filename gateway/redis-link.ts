@@ -4,9 +4,10 @@
  * outage is logged once when it starts and once when it ends, not once per request.
  */
 import { createHash } from 'node:crypto';
-import { createClient } from 'redis';
+import type { createClient } from 'redis';
 import type { Logger } from 'pino';
 import { redisAddress, type RedisSettings } from './config.js';
+import { restoreFastPrototypes } from './fast-prototypes.js';
 
 /** Longest wait between two reconnection attempts: a Redis that comes back is used within about this. */
 const MAX_RECONNECT_DELAY_MS = 1000;
@@ -26,8 +27,23 @@ export class RedisUnavailableError extends Error {
   }
 }
 
-function newClient(settings: RedisSettings) {
-  return createClient({
+type CreateClient = typeof createClient;
+let loadedCreateClient: CreateClient | null = null;
+
+/**
+ * node-redis, loaded when a link is first opened: most gateways never use Redis, and loading it leaves
+ * String.prototype slow for the whole process (see restoreFastPrototypes), so that is mended at once.
+ */
+async function redisCreateClient(): Promise<CreateClient> {
+  if (loadedCreateClient === null) {
+    ({ createClient: loadedCreateClient } = await import('redis'));
+    restoreFastPrototypes();
+  }
+  return loadedCreateClient;
+}
+
+function newClient(create: CreateClient, settings: RedisSettings) {
+  return create({
     url: settings.url,
     // Commands sent while disconnected fail at once: queued, they would all run late, in a burst.
     disableOfflineQueue: true,
@@ -65,12 +81,17 @@ export class RedisLink {
   #coolUntil = 0;
   #closed = false;
 
-  constructor(options: RedisLinkOptions) {
+  /** Opens a link: loads node-redis if no link has yet, and starts connecting in the background. */
+  static async open(options: RedisLinkOptions): Promise<RedisLink> {
+    return new RedisLink(options, await redisCreateClient());
+  }
+
+  private constructor(options: RedisLinkOptions, create: CreateClient) {
     this.#settings = options.settings;
     this.#log = options.log;
     this.#now = options.now ?? Date.now;
     this.address = redisAddress(options.settings.url);
-    this.client = newClient(options.settings);
+    this.client = newClient(create, options.settings);
     // Unheard, a connection error would end the process; each one is the same outage.
     this.client.on('error', (error: Error) => this.#failed(error));
     this.client.on('ready', () => this.#recovered());

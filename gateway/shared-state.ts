@@ -39,7 +39,7 @@ export async function startSharedState(options: SharedStateOptions): Promise<Sha
   const { config, runtime, primary, log, degraded } = options;
   const sessionLimits = { maxSessions: config.sessions.maxSessions, ttlMs: config.sessions.ttlSeconds * 1000 };
   const settings = config.state.redis;
-  const redis = settings === null ? null : new RedisLink({ settings, log });
+  const redis = settings === null ? null : await RedisLink.open({ settings, log });
   const sessions: SessionStore = redis === null || settings === null
     ? new MemorySessionStore(sessionLimits)
     : new RedisSessionStore(redis, { ttlMs: sessionLimits.ttlMs, maxStateBytes: settings.maxStateBytes, maxSessions: sessionLimits.maxSessions, local: new MemorySessionStore(sessionLimits), degraded });

@@ -203,7 +203,7 @@ describe('the session store on its own', () => {
 
   it('an unreachable Redis costs nothing but the sharing: updates apply locally and each is counted', async () => {
     const port = await freePort();
-    const link = new RedisLink({ settings: settings(`redis://127.0.0.1:${port}`, 'gone:'), log: silent });
+    const link = await RedisLink.open({ settings: settings(`redis://127.0.0.1:${port}`, 'gone:'), log: silent });
     let degraded = 0;
     const store = new RedisSessionStore(link, { ttlMs: 60_000, maxStateBytes: 4096, maxSessions: 10, local: new MemorySessionStore({ maxSessions: 10, ttlMs: 60_000 }), degraded: () => (degraded += 1) });
     const tracker = new SessionTracker({ header: 'x-task-router-session', maxTasks: 8, maxDecisions: 8 }, store);
@@ -219,7 +219,7 @@ describe('the session store on its own', () => {
 
   it('two trackers on one Redis never lose an update, under a short timeout too', async () => {
     const prefix = `race-${randomUUID().slice(0, 8)}:`;
-    const links = [0, 1].map(() => new RedisLink({ settings: settings(redis.url, prefix), log: silent }));
+    const links = await Promise.all([0, 1].map(() => RedisLink.open({ settings: settings(redis.url, prefix), log: silent })));
     await Promise.all(links.map((link) => link.ready(5_000)));
     let degraded = 0;
     const trackers = links.map((link) => new SessionTracker({ header: 'x', maxTasks: 8, maxDecisions: 8 }, new RedisSessionStore(link, { ttlMs: 60_000, maxStateBytes: 64 * 1024, maxSessions: 10, local: new MemorySessionStore({ maxSessions: 10, ttlMs: 60_000 }), degraded: () => (degraded += 1) })));
