@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import type { createClient } from 'redis';
 import type { Logger } from 'pino';
 import { redisAddress, type RedisSettings } from './config.js';
-import { restoreFastPrototypes } from './fast-prototypes.js';
+import { restoreFastPrototypes } from '../middleware/fast-prototypes.js';
 
 /** Longest wait between two reconnection attempts: a Redis that comes back is used within about this. */
 const MAX_RECONNECT_DELAY_MS = 1000;

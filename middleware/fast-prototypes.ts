@@ -26,6 +26,7 @@ function builtinPrototypes(): object[] {
   return prototypes;
 }
 
+/** Makes every global constructor's prototype fast again: call it once a library that subclasses a builtin is loaded. */
 export function restoreFastPrototypes(): void {
   for (const prototype of builtinPrototypes()) {
     const probe = Object.create(prototype) as object;
