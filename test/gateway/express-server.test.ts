@@ -39,6 +39,24 @@ describe('expressServer', () => {
     expect(born).toEqual([true, true]);
   });
 
+  it('serves one app from two servers, each request born with the app prototypes', async () => {
+    const app = express();
+    app.use((req, res) => {
+      res.json({ born: Object.getPrototypeOf(req) === app.request && Object.getPrototypeOf(res) === app.response, app: req.app === app });
+    });
+    const first = expressServer(app);
+    const second = expressServer(app);
+    const urls = [await listen(first)];
+    await new Promise<void>((resolve) => second.listen(0, '127.0.0.1', resolve));
+    urls.push(`http://127.0.0.1:${(second.address() as AddressInfo).port}`);
+    try {
+      for (const url of urls) expect(await (await fetch(url)).json()).toEqual({ born: true, app: true });
+    } finally {
+      second.closeAllConnections();
+      await new Promise((resolve) => second.close(resolve));
+    }
+  });
+
   it('keeps the server options it is given', async () => {
     const app = express();
     app.use((_req, res) => {

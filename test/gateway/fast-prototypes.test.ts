@@ -67,3 +67,27 @@ describe('builtin prototypes in the gateway process', () => {
     expect(seen).toEqual({ loaded: ['String'], mended: [] });
   });
 });
+
+describe('requests and responses of expressServer', () => {
+  it('are in fast mode when the app sees them', async () => {
+    const expressServer = pathToFileURL(ensureBuilt('gateway/express-server.js')).href;
+    const express = pathToFileURL(createRequire(import.meta.url).resolve('express')).href;
+    const seen = await probe('objects', `
+      const { default: express } = await import(${JSON.stringify(express)});
+      const { expressServer } = await import(${JSON.stringify(expressServer)});
+      const app = express();
+      const fast = [];
+      app.use((req, res) => {
+        fast.push(%HasFastProperties(req) && %HasFastProperties(res));
+        res.end('ok');
+      });
+      const server = expressServer(app);
+      await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+      for (let i = 0; i < 3; i += 1) await (await fetch('http://127.0.0.1:' + server.address().port + '/')).text();
+      server.closeAllConnections();
+      server.close();
+      console.log(JSON.stringify(fast));
+    `);
+    expect(seen).toEqual([true, true, true]);
+  });
+});
