@@ -79,10 +79,21 @@ export async function startCluster(options: ClusterOptions): Promise<RunningClus
   const listening = () => [...states.values()].filter((state) => state.url !== null && state.worker.isConnected());
   const updateGauge = () => metrics.workers.set(listening().length);
 
+  // Node's default on Linux, round-robin, has the primary accept every connection and pass it to a
+  // worker over IPC: a connection passed to a worker that has just died is lost (its client waits for
+  // its own timeout), and the failed pass is an error on that worker. With the listening socket shared,
+  // the kernel hands connections to the workers that accept: a worker's death costs only the
+  // connections it had accepted, which are reset at once. The split between workers stays as even
+  // (see README). NODE_CLUSTER_SCHED_POLICY=rr, read by node:cluster itself, keeps round-robin.
+  if (options.env.NODE_CLUSTER_SCHED_POLICY === undefined) cluster.schedulingPolicy = cluster.SCHED_NONE;
   cluster.setupPrimary({ silent: false });
   const fork = () => {
     const worker = cluster.fork({ ...options.env, [REPLICA_ID_ENV]: replicaId });
     states.set(worker.id, { worker, startedAt: Date.now(), url: null });
+    // A message to a worker that died before its exit was seen fails here, not in the caller; without
+    // a listener the error would end the primary and every worker's port with it. The exit handler
+    // replaces the worker.
+    worker.on('error', (error: Error) => log.warn({ worker: worker.id, pid: worker.process.pid, err: error }, 'message to a worker failed: it has exited or is exiting'));
     return worker;
   };
 

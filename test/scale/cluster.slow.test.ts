@@ -1,8 +1,8 @@
 /**
  * `task-router serve --workers 2` as a real process: a primary and two workers sharing the port. One
  * /metrics aggregates both (its counts are the requests sent; promtool accepts it); an admin flip, a
- * config file change and SIGHUP reach both workers; a killed worker is replaced and counted; SIGTERM
- * lets a stream in flight finish and exits 0.
+ * config file change and SIGHUP reach both workers; a killed worker is replaced and counted, and no
+ * connection made while it dies is left waiting; SIGTERM lets a stream in flight finish and exits 0.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -111,6 +111,12 @@ describe('a cluster of two workers', () => {
     const pids = primary.lines().filter((line) => line.msg === 'worker listening').map((line) => line.pid as number);
     const victim = pids[0] as number;
     process.kill(victim, 'SIGKILL');
+    // Connections that arrive while the worker dies: each is answered by the other worker or reset by
+    // the dying one, never left waiting (as it is when the primary passes it to the dead worker).
+    const burst = await Promise.allSettled(Array.from({ length: 20 }, () => request(primary.url, '/healthz', { timeoutMs: 5_000 })));
+    const outcomes = burst.map((settled) => (settled.status === 'fulfilled' ? settled.value.status : String(settled.reason)));
+    expect(outcomes.filter((outcome) => String(outcome).includes('no answer'))).toEqual([]);
+    expect(outcomes).toContain(200);
     const samples = await until('a replacement worker', async () => parseSamples(await metrics()), (found) => total(found, 'task_router_worker_restarts_total') === 1 && total(found, 'task_router_workers') === 2, 60_000);
     expect(total(samples, 'task_router_worker_restarts_total')).toBe(1);
     expect(primary.lines().some((line) => line.msg === 'worker exited unexpectedly: starting a replacement' && line.signal === 'SIGKILL')).toBe(true);
