@@ -172,6 +172,11 @@ class Gateway {
     return new Gateway(label, child.proc, pids, url);
   }
 
+  /** CPU of each worker, ns (none without a cluster); null where /proc cannot be read. */
+  workerCpuNs(): (number | null)[] {
+    return this.pids.slice(1).map((pid) => processCpuNs(pid));
+  }
+
   /** CPU of the primary and every worker, ns; null where /proc cannot be read. */
   cpuNs(): number | null {
     let total = 0;
@@ -240,6 +245,8 @@ interface Measured {
   readonly gatewayPct: number;
   readonly loadgenPct: number;
   readonly otherPct: number;
+  /** The busiest worker's share of the workers' CPU, %; NaN for one process without workers. */
+  readonly busiestWorkerPct: number;
 }
 
 /** Closed-loop load at saturation with autocannon. */
@@ -314,11 +321,15 @@ async function paced(url: string, seconds: number): Promise<{ ok: number; errors
 
 /** saturate: autocannon, no session header; saturate-sessions: the same with one; paced: RATE req/s with one. */
 async function measure(gateway: Gateway, kind: 'saturate' | 'saturate-sessions' | 'paced', seconds: number): Promise<Measured> {
-  const before = { gateway: gateway.cpuNs(), loadgen: selfCpuNs(), machine: machineBusyNs() };
+  const before = { gateway: gateway.cpuNs(), workers: gateway.workerCpuNs(), loadgen: selfCpuNs(), machine: machineBusyNs() };
   const started = performance.now();
   const run = kind === 'paced' ? await paced(gateway.url, seconds) : await saturate(gateway.url, seconds, kind === 'saturate-sessions');
   const wallNs = (performance.now() - started) * 1e6;
-  const after = { gateway: gateway.cpuNs(), loadgen: selfCpuNs(), machine: machineBusyNs() };
+  const after = { gateway: gateway.cpuNs(), workers: gateway.workerCpuNs(), loadgen: selfCpuNs(), machine: machineBusyNs() };
+  const workerNs = after.workers.map((ns, index) => {
+    const start = before.workers[index] ?? null;
+    return ns === null || start === null ? Number.NaN : ns - start;
+  });
   const gatewayNs = before.gateway === null || after.gateway === null ? Number.NaN : after.gateway - before.gateway;
   const loadgenNs = after.loadgen - before.loadgen;
   const sorted = [...run.latencies].sort((x, y) => x - y);
@@ -332,6 +343,7 @@ async function measure(gateway: Gateway, kind: 'saturate' | 'saturate-sessions' 
     gatewayPct: (100 * gatewayNs) / wallNs,
     loadgenPct: (100 * loadgenNs) / wallNs,
     otherPct: (100 * (after.machine - before.machine - gatewayNs - loadgenNs)) / wallNs,
+    busiestWorkerPct: workerNs.length === 0 ? Number.NaN : (100 * Math.max(...workerNs)) / workerNs.reduce((sum, ns) => sum + ns, 0),
   };
 }
 
@@ -342,6 +354,7 @@ function summary(runs: readonly Measured[]): Measured {
     requests: of((run) => run.requests), errors: runs.reduce((sum, run) => sum + run.errors, 0), reqPerSec: of((run) => run.reqPerSec),
     p50: of((run) => run.p50), p99: of((run) => run.p99), cpuUs: of((run) => run.cpuUs),
     gatewayPct: of((run) => run.gatewayPct), loadgenPct: of((run) => run.loadgenPct), otherPct: of((run) => run.otherPct),
+    busiestWorkerPct: of((run) => run.busiestWorkerPct),
   };
 }
 
@@ -423,7 +436,8 @@ async function main(): Promise<void> {
     // With the load generator elsewhere, one worker is bound by one core and N workers by N cores (less the primary's share).
     const projectedRatio = (usableCores / cluster.cpuUs) / (1 / single.cpuUs);
     process.stdout.write(`  measured ratio here: x${fixed(measuredRatio, 2)}. The load generator used ${fixed(cluster.loadgenPct, 0)}% of a core during the ${WORKERS}-worker runs, out of ${CORES * 100}%: it competes with the workers for this machine's cores.\n`);
-    process.stdout.write(`  projected with the load generator elsewhere: ${usableCores} cores / ${fixed(cluster.cpuUs, 0)} µs per request against 1 core / ${fixed(single.cpuUs, 0)} µs = x${fixed(projectedRatio, 2)}\n\n`);
+    process.stdout.write(`  projected with the load generator elsewhere: ${usableCores} cores / ${fixed(cluster.cpuUs, 0)} µs per request against 1 core / ${fixed(single.cpuUs, 0)} µs = x${fixed(projectedRatio, 2)}\n`);
+    process.stdout.write(`  split between the workers (they accept from one shared socket): the busiest of the ${WORKERS} took ${fixed(cluster.busiestWorkerPct, 0)}% of the workers' CPU (even: ${fixed(100 / WORKERS, 0)}%)\n\n`);
 
     // 2. Latency with session state in Redis against in memory.
     let redisFigures: { memory: Measured; redis: Measured; fallbacks: number } | null = null;
