@@ -24,13 +24,16 @@ const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'te', 'trail
  * TE, Trailer, Transfer-Encoding and Upgrade. They describe one connection, not the message, and a
  * proxy that passes them on makes the next hop misread it: Node throws ERR_HTTP_TRAILER_INVALID on a
  * message sent with a length that still carries Trailer. The sender of the next hop frames the body anew.
+ * Content-Length is the message's own framing and stays, whatever Connection names: a body forwarded
+ * without it would be read upstream as the next request on the connection ("Connection: content-length"
+ * on a GET with a body that is a whole request would smuggle that request past the gateway).
  */
 export function dropHopByHop(headers: IncomingHttpHeaders): void {
   const connection = headers.connection;
   for (const value of Array.isArray(connection) ? connection : connection === undefined ? [] : [connection]) {
     for (const name of value.split(',')) {
       const key = name.trim().toLowerCase();
-      if (key !== '' && key in headers) delete headers[key];
+      if (key !== '' && key !== 'content-length' && key in headers) delete headers[key];
     }
   }
   // Deleting a property turns the headers object into a slow dictionary: only delete what is there.

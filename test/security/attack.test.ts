@@ -122,6 +122,22 @@ describe('1. hop-by-hop request headers', () => {
     expect((await fetch(`${gateway.url}/healthz`)).status).toBe(200);
   });
 
+  it.each(['GET', 'DELETE'])('%s with "Connection: content-length" keeps its body framed: what the body holds never reaches the upstream as a request of its own', async (method) => {
+    const gateway = await gatewayFor();
+    upstream.respond(replyJson(200, { object: 'list', data: [] }));
+    const inner = JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'never routed' }] });
+    const smuggled = `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-Task-Router-Mode: FORGED\r\nContent-Length: ${inner.length}\r\n\r\n${inner}`;
+    const before = upstream.requests.length;
+    const response = await rawRequest(gateway.url, [`${method} /v1/models HTTP/1.1`, 'Host: 127.0.0.1', 'Connection: keep-alive, content-length', `Content-Length: ${smuggled.length}`], smuggled, 5_000);
+    expect(response?.status).toBe(200);
+    // Time for a second request to arrive upstream, were the body sent unframed.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const seen = upstream.requests.slice(before);
+    expect(seen.map((request) => `${request.method} ${request.path}`)).toEqual([`${method} /v1/models`]);
+    expect(seen[0]?.headers['content-length']).toBe(String(smuggled.length));
+    expect(seen[0]?.text).toBe(smuggled);
+  });
+
   it('POST /v1/embeddings (not routed) keeps its body and loses the hop-by-hop headers', async () => {
     const gateway = await gatewayFor();
     upstream.respond(replyJson(200, { object: 'list', data: [] }));
