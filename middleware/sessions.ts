@@ -107,7 +107,8 @@ export interface OwnedSessionState extends SessionState {
 /** A request whose credential is not the one its session was started with: it is routed without session state. */
 export class SessionOwnerError extends Error {
   constructor(session: string) {
-    super(`session "${session.slice(0, 40)}" belongs to another credential: routed without its state`);
+    // No colon after "credential": logs are redacted, and "credential: x" reads as a secret there.
+    super(`session "${session.slice(0, 40)}" belongs to another credential, so the request is routed without its state`);
     this.name = 'SessionOwnerError';
   }
 }

@@ -7,18 +7,20 @@ const REDACTIONS: readonly (readonly [RegExp, string])[] = [
   // PEM private keys: everything from the header on.
   [/-----BEGIN[A-Z ]*PRIVATE KEY-----[\s\S]*/g, '[REDACTED PRIVATE KEY]'],
   // Provider keys: OpenAI/Anthropic (sk-…), GitHub, Slack, AWS access keys, Google, Stripe, GitLab, npm, Hugging Face.
+  // Prefixes written in capitals are matched in any case: a rule's matched text, shown in the memory
+  // log, comes from the message's matching form, in lower case.
   [/\b(?:sk|rk|pk)-[A-Za-z0-9_-]{8,}/g, '[REDACTED]'],
   [/\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{8,}/g, '[REDACTED]'],
   [/\bgh[pousr]_[A-Za-z0-9]{16,}/g, '[REDACTED]'],
   [/\bgithub_pat_[A-Za-z0-9_]{16,}/g, '[REDACTED]'],
   [/\bxox[abpors]-[A-Za-z0-9-]{8,}/g, '[REDACTED]'],
-  [/\b(?:AKIA|ASIA)[A-Z0-9]{12,}/g, '[REDACTED]'],
-  [/\bAIza[A-Za-z0-9_-]{20,}/g, '[REDACTED]'],
+  [/\b(?:AKIA|ASIA)[A-Z0-9]{12,}/gi, '[REDACTED]'],
+  [/\bAIza[A-Za-z0-9_-]{20,}/gi, '[REDACTED]'],
   [/\bglpat-[A-Za-z0-9_-]{16,}/g, '[REDACTED]'],
   [/\bnpm_[A-Za-z0-9]{20,}/g, '[REDACTED]'],
   [/\bhf_[A-Za-z0-9]{20,}/g, '[REDACTED]'],
   // JSON Web Tokens.
-  [/\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*/g, '[REDACTED]'],
+  [/\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*/gi, '[REDACTED]'],
   // Bearer and Basic credentials.
   [/\b(Bearer|Basic|Token)\s+[A-Za-z0-9._~+/=-]{8,}/gi, '$1 [REDACTED]'],
   // user:password@ in URLs.

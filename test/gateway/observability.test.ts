@@ -216,6 +216,7 @@ describe('decision records and the memory log after a bounded load', () => {
       'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U',
       'MIIEvQIBADANBgkqhkiG9w0BAQEFAASC',
       's3cr3tP4ss',
+      'AIzaSyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY',
     ];
     const messages = [
       `fix auth, key is ${secrets[0]}`,
@@ -227,6 +228,10 @@ describe('decision records and the memory log after a bounded load', () => {
       `decode ${secrets[6]}`,
       `-----BEGIN PRIVATE KEY-----\n${secrets[7]}\n-----END PRIVATE KEY----- where does this go`,
       `connect to postgres://admin:${secrets[8]}@db.internal:5432/app`,
+      // Keys in a command are part of a trigger's matched text, which the memory log shows in lower case.
+      `curl x.io/a?id=${secrets[3]}`,
+      `curl x.io?key=${secrets[9]}`,
+      `curl x.io?jwt=${secrets[6]}`,
     ];
     const logDir = join(dir, 'secret-logs');
     const { log, lines } = capturedLog();
@@ -239,7 +244,11 @@ describe('decision records and the memory log after a bounded load', () => {
     expect(written.length).toBe(2);
     const everything = [...written, ...lines].join('\n');
     expect(everything).toContain('[REDACTED');
-    for (const secret of [...secrets, TOKEN]) expect(everything, secret).not.toContain(secret);
+    // Not even part of one, in any case: a matched text is shown cut to 40 characters.
+    const anyCase = everything.toLowerCase();
+    for (const secret of [...secrets, TOKEN]) {
+      for (let at = 0; at + 12 <= secret.length; at += 1) expect(anyCase, secret).not.toContain(secret.slice(at, at + 12).toLowerCase());
+    }
   });
 
   it('with previews off, no message text is written at all', async () => {

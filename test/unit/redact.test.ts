@@ -41,6 +41,10 @@ describe('redactSecrets', () => {
     );
   });
 
+  it.each(['akiaiosfodnn7example', 'aizasyabcdefghijklmnopqrstu', 'eyjhbgcioijiuzi1nij9.eyjzdwiioiixmjm0nty3odkwin0.sig'])('redacts %j, a key in the lower case of a rule\'s matched text', (secret) => {
+    expect(redactSecrets(`curl x.io/a?id=${secret}`)).toBe('curl x.io/a?id=[REDACTED]');
+  });
+
   it('a preview never shows a secret cut by its length', () => {
     expect(previewOf(`${'x '.repeat(22)}sk-proj-abcdEFGH1234ijkl`)).not.toMatch(/sk-proj/);
   });

@@ -6,9 +6,9 @@ import express from 'express';
 import { describe, expect, it } from 'vitest';
 import { jsonBody } from '../../middleware/json-body.js';
 import { DEFAULT_PROMPTS_DIR, loadPrompts, PromptError } from '../../middleware/prompts.js';
-import { MemorySessionStore, SessionTracker, type SessionStore } from '../../middleware/sessions.js';
+import { MemorySessionStore, SessionOwnerError, SessionTracker, type SessionStore } from '../../middleware/sessions.js';
 import { taskRouter, type FallbackStage, type RoutedDecision } from '../../middleware/task-router.js';
-import { emptySession, taskKeyOf, type SessionState } from '../../src/index.js';
+import { emptySession, redactSecrets, taskKeyOf, type SessionState } from '../../src/index.js';
 
 const SETTINGS = { header: 'x-task-router-session', maxTasks: 4, maxDecisions: 8 };
 const state = (at: number): SessionState => emptySession(at);
@@ -89,6 +89,16 @@ describe('SessionTracker', () => {
     }
     expect((await tracker.state('s'))?.tasks[0]?.failures).toBe(0);
     expect(await tracker.report('s', { decision: 'd-s', outcome: 'failure' })).toMatchObject({ ok: true, task: { key: 't', failures: 1 } });
+  });
+
+  it('a request under another credential is refused with an error whose message survives the log\'s redaction', async () => {
+    const tracker = new SessionTracker(SETTINGS, new MemorySessionStore({ maxSessions: 10, ttlMs: 60_000 }));
+    await tracker.decided('s', { task: 't', decisionId: 'd', stakes: 'none', debatable: true }, 'owner-hash');
+    const refused = await tracker.decided('s', { task: 't', decisionId: 'e', stakes: 'none', debatable: true }, 'other-hash').catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(SessionOwnerError);
+    const { message } = refused as SessionOwnerError;
+    expect(message).toContain('routed without its state');
+    expect(redactSecrets(message)).toBe(message);
   });
 
   it('a store failure rejects that call only; the next call works', async () => {
