@@ -1,5 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
+import type { Socket } from 'node:net';
 import type { Request, RequestHandler, Response } from 'express';
 import { createProxyMiddleware } from 'http-proxy-middleware';
 import { formatForPath, HEADER_PREFIX } from '../src/index.js';
@@ -149,21 +150,58 @@ export function createUpstreamProxy(options: UpstreamOptions, hooks: UpstreamHoo
   const cutAfterHeaders = requestMark('task-router.cutAfterHeaders');
   const clientGone = requestMark('task-router.clientGone');
   const answered = requestMark('task-router.answered');
+  const failed = requestMark('task-router.failedBeforeHeaders');
   const idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
   const maxDurationMs = options.maxDurationMs ?? DEFAULT_MAX_DURATION_MS;
   const report = (kind: UpstreamErrorKind, error: Error, req: Request) => safely(() => hooks.error?.(kind, error, req));
 
   /**
-   * From its creation (so time queued for a socket counts too), an upstream request has timeoutMs to
-   * answer with headers, and is aborted when the client goes away.
+   * The client's answer to an upstream request that failed before its headers: a 502 or 504 in the
+   * API's shape, counted once (a request answered on its timeout while still queued for a socket raises
+   * its error again when it is handed one).
+   */
+  const answerFailure = (kind: 'upstream_timeout' | 'upstream_unreachable', error: Error, req: Request, res: Response | Socket) => {
+    if (failed.has(req)) return;
+    failed.add(req);
+    report(kind, error, req);
+    if (!('status' in res)) return;
+    const format = formatForPath(req.path ?? req.url)?.name ?? null;
+    const message = kind === 'upstream_timeout'
+      ? `the upstream did not answer within ${options.timeoutMs} ms`
+      : `the upstream could not be reached: ${(error as NodeJS.ErrnoException).code ?? error.message}`;
+    sendError(res, format, kind, message);
+  };
+
+  /**
+   * An upstream request has timeoutMs to answer with headers, counted from its creation, so time queued
+   * for a socket counts. A body streamed through that the client is still sending is the client's time,
+   * not the upstream's: the clock starts again once it has all arrived (a slow upload is bounded by
+   * server.requestTimeoutMs). The request is aborted when the client goes away.
    */
   const watch = (proxyReq: http.ClientRequest, req: Request, res: Response) => {
-    const timer = setTimeout(() => {
+    let settled = false;
+    const expire = () => {
+      if (settled) return;
+      if (!req.complete) {
+        req.once('end', () => {
+          if (!settled) timer = setTimeout(expire, options.timeoutMs);
+        });
+        return;
+      }
       timedOut.add(req);
-      proxyReq.destroy(new Error(`no response headers from the upstream within ${options.timeoutMs} ms`));
-    }, options.timeoutMs);
-    proxyReq.once('response', () => clearTimeout(timer));
-    proxyReq.once('close', () => clearTimeout(timer));
+      const error = new Error(`no response headers from the upstream within ${options.timeoutMs} ms`);
+      // Node raises the error of a request still queued for a socket only once a socket frees, which
+      // with the pool held by long streams can be many minutes: the client is answered now.
+      if (!proxyReq.socket) answerFailure('upstream_timeout', error, req, res);
+      proxyReq.destroy(error);
+    };
+    let timer = setTimeout(expire, options.timeoutMs);
+    const settle = () => {
+      settled = true;
+      clearTimeout(timer);
+    };
+    proxyReq.once('response', settle);
+    proxyReq.once('close', settle);
     const gone = () => {
       clientGone.add(req);
       proxyReq.destroy();
@@ -244,14 +282,7 @@ export function createUpstreamProxy(options: UpstreamOptions, hooks: UpstreamHoo
           if ('destroy' in res) res.destroy();
           return;
         }
-        const kind = timedOut.has(request) ? 'upstream_timeout' : 'upstream_unreachable';
-        report(kind, error, request);
-        if (!('status' in res)) return;
-        const format = formatForPath(request.path ?? request.url)?.name ?? null;
-        const message = kind === 'upstream_timeout'
-          ? `the upstream did not answer within ${options.timeoutMs} ms`
-          : `the upstream could not be reached: ${(error as NodeJS.ErrnoException).code ?? error.message}`;
-        sendError(res as Response, format, kind, message);
+        answerFailure(timedOut.has(request) ? 'upstream_timeout' : 'upstream_unreachable', error, request, res as Response | Socket);
       });
     }],
   });
