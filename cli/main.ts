@@ -231,16 +231,20 @@ function serveLog(): Logger {
 
 /**
  * Resolves with the first of SIGINT and SIGTERM (or `also`, e.g. the cluster primary's drain message);
- * afterwards, a second one calls `hurry`. SIGHUP calls `reload` meanwhile.
+ * afterwards, a second one calls `hurry`. SIGHUP calls `reload` until then, and is ignored after: with
+ * no handler, Node's default for it would end the process and cut the drain.
  */
 async function untilStopped(reload: () => void, hurry: () => void, also?: (stop: () => void) => void): Promise<NodeJS.Signals | 'primary'> {
-  process.on('SIGHUP', reload);
+  let stopping = false;
+  process.on('SIGHUP', () => {
+    if (!stopping) reload();
+  });
   const signal = await new Promise<NodeJS.Signals | 'primary'>((resolve) => {
     process.once('SIGINT', () => resolve('SIGINT'));
     process.once('SIGTERM', () => resolve('SIGTERM'));
     also?.(() => resolve('primary'));
   });
-  process.off('SIGHUP', reload);
+  stopping = true;
   // A second signal while draining means "now": what is still in flight is cut at once.
   process.once('SIGINT', hurry);
   process.once('SIGTERM', hurry);
@@ -279,6 +283,9 @@ async function serveCommand(values: ServeValues): Promise<number> {
 
 /** One worker of a cluster: serves like a single gateway, told by the primary when to reload and drain. */
 async function serveWorker(values: ServeValues, env: NodeJS.ProcessEnv, log: Logger): Promise<number> {
+  // node:cluster ends a worker at once when its primary disappears, cutting what it has in flight;
+  // marked as leaving of its own accord, the worker is left to drain on 'disconnect' (below).
+  if (cluster.worker) cluster.worker.exitedAfterDisconnect = true;
   const gateway = await startGateway({ configFile: configFile(values), env, log, events: runtimeEvents(log), clusterWorker: true });
   const primary = gateway.primary;
   log.info({ url: gateway.url, pid: process.pid }, 'worker listening');
@@ -389,5 +396,8 @@ main(process.argv.slice(2)).then(
     const message = error instanceof Error ? error.message : String(error);
     process.stderr.write(`task-router: ${message}\n${error instanceof UsageError ? `\n${USAGE}\n` : ''}`);
     process.exitCode = 2;
+    // A cluster worker that could not start (an invalid configuration file) would be kept alive by its
+    // link to the primary, which replaces only workers that exit.
+    if (cluster.isWorker) process.exit();
   },
 );

@@ -244,8 +244,10 @@ export async function startCluster(options: ClusterOptions): Promise<RunningClus
       stopWatching?.();
       for (const timer of restartTimers) clearTimeout(timer);
       restartTimers.clear();
-      for (const { worker } of states.values()) {
-        if (worker.isConnected()) send(worker, { type: MESSAGE.drain, now });
+      for (const { worker, url } of states.values()) {
+        // A worker still starting has nothing in flight, and would miss a drain message sent before it
+        // listens for one: it is stopped instead.
+        if (worker.isConnected() && url !== null) send(worker, { type: MESSAGE.drain, now });
         else worker.process.kill('SIGTERM');
       }
       exited ??= (async () => {

@@ -134,4 +134,17 @@ describe('SIGTERM on `task-router serve`', () => {
     expect(running.output()).not.toMatch(/shutdown cut/);
     expect(running.output()).toMatch(/task-router stopped/);
   });
+
+  it('a SIGHUP during the drain is ignored: the stream still finishes and the process exits 0', async () => {
+    const running = await serve(10_000);
+    upstream.respond(slowStream(8, 150));
+    const stream = await startStream(running.url);
+    child?.kill('SIGTERM');
+    while (!/draining for shutdown/.test(running.output())) await new Promise((resolve) => setTimeout(resolve, 20));
+    child?.kill('SIGHUP');
+    const ended = await stream.done;
+    expect(ended.complete).toBe(true);
+    expect(await running.exited).toBe(0);
+    expect(running.output()).toMatch(/task-router stopped/);
+  });
 });
