@@ -13,13 +13,27 @@ import type { FlagSource, ReloadReach, ReloadResult, RoutingRuntime } from './ru
 /** The shared routing record outlives every replica by this much after its last change or start. */
 const ROUTING_TTL_MS = 30 * 24 * 3600 * 1000;
 
-/** Stores the flag with the next revision and announces it, in one step, so the stored and announced order agree. */
+/**
+ * Stores the flag with the next revision and announces it, in one step, so the stored and announced
+ * order agree. The revision is past the highest the caller has seen (ARGV[5]) as well as the stored one:
+ * a Redis that lost its data (restarted empty, the record expired or deleted) would otherwise count
+ * from 1 again, and every replica would ignore the flips below the revision it last saw.
+ */
 const SET_FLAG = luaScript(`
-local rev = redis.call('HINCRBY', KEYS[1], 'flagRev', 1)
-redis.call('HSET', KEYS[1], 'hardRouting', ARGV[1])
+local rev = math.max(tonumber(redis.call('HGET', KEYS[1], 'flagRev') or '0'), tonumber(ARGV[5])) + 1
+redis.call('HSET', KEYS[1], 'flagRev', rev, 'hardRouting', ARGV[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 redis.call('PUBLISH', ARGV[4], '{"kind":"flag","rev":' .. rev .. ',"hardRouting":' .. (ARGV[1] == '1' and 'true' or 'false') .. ',"origin":"' .. ARGV[2] .. '"}')
 return rev
+`);
+
+/** Stores the flag at a revision a replica saw before Redis lost it, unless a higher one is stored. */
+const RESTORE_FLAG = luaScript(`
+if tonumber(redis.call('HGET', KEYS[1], 'flagRev') or '0') < tonumber(ARGV[2]) then
+  redis.call('HSET', KEYS[1], 'flagRev', ARGV[2], 'hardRouting', ARGV[1])
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+end
+return 0
 `);
 
 /** Counts a reload as the next configuration generation and announces it. */
@@ -99,6 +113,8 @@ export class SharedRouting {
   /** A flag change of the runtime: shared unless it came from a peer. */
   flagChanged(hardRouting: boolean, source: FlagSource, reach: ReloadReach): void {
     if (source === 'peer' || source === 'env' || reach === 'here') return;
+    // The newest flip is the intent: one Redis missed earlier must not be published after it.
+    this.#unpublishedFlag = null;
     // A file change reaches every worker through its own reload; an admin flip needs carrying.
     const relayByIpc = source === 'admin';
     const redis = this.#options.redis;
@@ -147,7 +163,7 @@ export class SharedRouting {
 
   async #publishFlag(redis: RedisLink, hardRouting: boolean): Promise<boolean> {
     try {
-      const rev = await redis.call((client) => runScript(client, SET_FLAG, [redis.key('routing')], [hardRouting ? '1' : '0', this.#options.replicaId, String(ROUTING_TTL_MS), redis.key('events')]));
+      const rev = await redis.call((client) => runScript(client, SET_FLAG, [redis.key('routing')], [hardRouting ? '1' : '0', this.#options.replicaId, String(ROUTING_TTL_MS), redis.key('events'), String(this.#flagRev)]));
       if (typeof rev === 'number') this.#flagRev = Math.max(this.#flagRev, rev);
       if (this.#unpublishedFlag === hardRouting) this.#unpublishedFlag = null;
       return true;
@@ -171,6 +187,10 @@ export class SharedRouting {
       if (Number.isInteger(rev) && rev > this.#flagRev && (hardRouting === '1' || hardRouting === '0')) {
         this.#flagRev = rev;
         this.#apply(hardRouting === '1');
+      } else if (this.#flagRev > 0 && !(rev >= this.#flagRev)) {
+        // Redis lost the record (restarted empty): put back the flag as this replica last knew it, at its
+        // revision, so a replica that starts now reads it. Every replica does so; the highest stays.
+        await redis.call((client) => runScript(client, RESTORE_FLAG, [redis.key('routing')], [this.#options.runtime.snapshot().hardRouting ? '1' : '0', String(this.#flagRev), String(ROUTING_TTL_MS)]));
       }
       const announced = Number(generation);
       if (Number.isInteger(announced) && announced > 0) this.#generation = Math.max(this.#generation ?? 0, announced);

@@ -184,6 +184,73 @@ describe('two replicas, one Redis', () => {
   });
 });
 
+describe('the shared flag when Redis loses its data or missed a flip', () => {
+  let own: TestRedis;
+  let client: ReturnType<typeof createClient>;
+  let a: RunningGateway;
+  let b: RunningGateway;
+  const prefix = `f-${randomUUID().slice(0, 8)}:`;
+  const flip = (gateway: RunningGateway, hardRouting: boolean) =>
+    fetch(`${gateway.url}/admin/flags`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' }, body: JSON.stringify({ hardRouting }) });
+  const hardRouting = async (gateway: RunningGateway) => ((await (await fetch(`${gateway.url}/healthz`)).json()) as { hardRouting: boolean }).hardRouting;
+  const redisUp = async (gateway: RunningGateway) => ((await (await fetch(`${gateway.url}/admin/state`, { headers: { authorization: `Bearer ${ADMIN}` } })).json()) as { shared: { redis: string } }).shared.redis;
+  const both = async (value: boolean) => {
+    for (const gateway of [a, b]) await until(`hardRouting ${value} everywhere`, () => hardRouting(gateway), (on) => on === value);
+  };
+
+  beforeAll(async () => {
+    own = await startRedis();
+    client = createClient({ url: own.url });
+    await client.connect();
+    [a, b] = await Promise.all([replica(prefix, { url: own.url }), replica(prefix, { url: own.url })]);
+    for (const value of [false, true, false, true]) {
+      expect((await flip(a, value)).status).toBe(200);
+      await both(value);
+    }
+  });
+
+  afterAll(async () => {
+    await client?.close();
+    await own?.close();
+  });
+
+  it('the record gone (as its 30-day expiry would leave it): a flip on B still reaches A', async () => {
+    await client.del(`${prefix}routing`);
+    await flip(b, false);
+    await both(false);
+    await flip(b, true);
+    await both(true);
+  });
+
+  it('Redis restarted empty: the flag is put back, and flips go on reaching every replica', async () => {
+    await flip(a, false);
+    await both(false);
+    await client.close();
+    await own.stop();
+    await own.start();
+    client = createClient({ url: own.url });
+    await client.connect();
+    for (const gateway of [a, b]) await until('Redis up again', () => redisUp(gateway), (state) => state === 'up', 10_000);
+    await until('the flag put back', () => client.hGet(`${prefix}routing`, 'hardRouting'), (stored) => stored === '0', 10_000);
+    await flip(b, true);
+    await both(true);
+  });
+
+  it('a flip Redis missed is not published after a newer one: the newest wins everywhere', async () => {
+    own.pause();
+    await flip(b, false);
+    // Past state.redis.timeoutMs (500 ms): the publish has failed and waits for Redis.
+    await new Promise((resolve) => setTimeout(resolve, 1_200));
+    own.resume();
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    await flip(b, true);
+    await both(true);
+    // Long enough for a stale publish to arrive and be applied.
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect([await hardRouting(a), await hardRouting(b), await client.hGet(`${prefix}routing`, 'hardRouting')]).toEqual([true, true, '1']);
+  });
+});
+
 describe('the session store on its own', () => {
   const settings = (url: string, prefix: string) => ({ url, keyPrefix: prefix, timeoutMs: 500, connectTimeoutMs: 2_000, maxStateBytes: 4096 });
   const silent = pino({ level: 'silent' });
