@@ -40,6 +40,9 @@ export function dropHopByHop(headers: IncomingHttpHeaders): void {
   for (const name of HOP_BY_HOP) if (name in headers) delete headers[name];
 }
 
+/** `charset=utf8`, a common spelling of UTF-8 that body-parser refuses (it takes `utf-` names only). */
+const UTF8_ALIAS = /(;\s*charset\s*=\s*"?)utf8(?=["\s;]|$)/i;
+
 /**
  * Parses JSON bodies of any content type up to `limitBytes`, keeping the raw bytes too. Once the body
  * is read, `Expect: 100-continue` has been answered and the hop-by-hop headers (Transfer-Encoding,
@@ -59,6 +62,8 @@ export function jsonBody(limitBytes: number): RequestHandler {
     },
   });
   return (req, res, next) => {
+    const contentType = req.headers['content-type'];
+    if (contentType !== undefined && UTF8_ALIAS.test(contentType)) req.headers['content-type'] = contentType.replace(UTF8_ALIAS, '$1utf-8');
     parse(req, res, (error?: unknown) => {
       if ('expect' in req.headers) delete req.headers.expect;
       if (error) return next(error);

@@ -256,9 +256,9 @@ describe('a chunked client request', () => {
 });
 
 describe('request bodies the gateway parses are re-sent as JSON with their true length (FIELD-NOTES 12)', () => {
-  it('content-type application/json; charset=utf-8', async () => {
+  it.each(['application/json; charset=utf-8', 'application/json; charset=utf8', 'application/json; charset="UTF8"'])('content-type %s', async (contentType) => {
     const response = await postJson(gateway.url, CHAT_PATH['openai-chat'], bodyWithUserText('openai-chat', `${ACTION} — é ü 日本`), {
-      'content-type': 'application/json; charset=utf-8',
+      'content-type': contentType,
     });
     expect(response.status).toBe(200);
     await response.arrayBuffer();

@@ -54,3 +54,14 @@ describe('routeRequest: the upstream bytes', () => {
     }
   });
 });
+
+describe('formatForPath', () => {
+  it('reads the API from the path\'s final segments, behind any prefix', () => {
+    const formats = ['/v1/chat/completions', '/openai/v1/chat/completions/', '/v1/messages', '/anthropic/v1/messages', '/v1/responses', '/v1/models', '/v1/messages/count_tokens'].map((path) => formatForPath(path)?.name ?? null);
+    expect(formats).toEqual(['openai-chat', 'openai-chat', 'anthropic', 'anthropic', 'openai-responses', null, null]);
+  });
+
+  it('a message added to an Assistants thread is no Anthropic request', () => {
+    expect(formatForPath('/v1/threads/thread_abc123/messages')).toBeNull();
+  });
+});
