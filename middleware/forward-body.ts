@@ -1,7 +1,7 @@
 import type http from 'node:http';
 import type { Request } from 'express';
 import { jsonBytes, type BodyBytes } from '../src/index.js';
-import { forgetRawBody, rawBodyOf } from './json-body.js';
+import { forgetRawBody, rawBodyOf, withExactNumbers } from './json-body.js';
 import { forgetSerializedBody, routingOf } from './task-router.js';
 
 /** The body to forward for a request `jsonBody` consumed: the rewritten JSON if taskRouter changed it, else the original bytes. */
@@ -14,7 +14,7 @@ export function forwardedBody(req: Request): { readonly bytes: BodyBytes; readon
   if (raw === undefined && !parsedElsewhere(req)) return undefined;
   if (raw !== undefined && serialized === null) return { bytes: { chunks: [raw], length: raw.length }, rewritten: false };
   // taskRouter serialized the body it wrote; a later middleware that replaced req.body gets it serialized here.
-  return { bytes: serialized !== null && serialized.from === req.body ? serialized.bytes : jsonBytes(JSON.stringify(req.body)), rewritten: true };
+  return { bytes: withExactNumbers(req, serialized !== null && serialized.from === req.body ? serialized.bytes : jsonBytes(JSON.stringify(req.body))), rewritten: true };
 }
 
 /**

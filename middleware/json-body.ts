@@ -1,10 +1,17 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import express, { type ErrorRequestHandler, type Request, type RequestHandler } from 'express';
-import { formatForPath } from '../src/index.js';
+import { formatForPath, type BodyBytes } from '../src/index.js';
 import { describeError, sendError } from './errors.js';
+import { holdsInexactNumber, parseKeepingNumbers, type KeptNumbers } from './exact-numbers.js';
 import { requestSlot } from './request-slot.js';
 
 const rawBodies = requestSlot<Buffer>('task-router.rawBody');
+const keptNumbers = requestSlot<KeptNumbers>('task-router.keptNumbers');
+
+/** Writes the numbers JSON.parse could not read exactly back into a body serialised from req.body. */
+export function withExactNumbers(req: Request, bytes: BodyBytes): BodyBytes {
+  return keptNumbers.get(req)?.restore(bytes) ?? bytes;
+}
 
 /** The body bytes as the client sent them (decoded), for forwarding a body we did not change. */
 export function rawBodyOf(req: Request): Buffer | undefined {
@@ -14,6 +21,7 @@ export function rawBodyOf(req: Request): Buffer | undefined {
 /** Forgets a request's raw body bytes (see releaseBody). */
 export function forgetRawBody(req: Request): void {
   rawBodies.set(req, undefined);
+  keptNumbers.set(req, undefined);
 }
 
 /** Hop-by-hop headers (RFC 9110 §7.6.1), besides the ones Connection names. */
@@ -68,6 +76,14 @@ export function jsonBody(limitBytes: number): RequestHandler {
       if ('expect' in req.headers) delete req.headers.expect;
       if (error) return next(error);
       dropHopByHop(req.headers);
+      const raw = rawBodies.get(req);
+      if (raw !== undefined && holdsInexactNumber(req.body)) {
+        const kept = parseKeepingNumbers(raw.toString('utf8'));
+        if (kept !== null) {
+          req.body = kept.body;
+          keptNumbers.set(req, kept);
+        }
+      }
       next();
     });
   };

@@ -266,6 +266,20 @@ describe('request bodies the gateway parses are re-sent as JSON with their true 
     expect(upstream.last().json.messages[1].content).toBe(`${ACTION} — é ü 日本`);
   });
 
+  it('numbers JSON.parse cannot hold exactly reach the upstream as the client wrote them', async () => {
+    const body = JSON.stringify({ ...bodyWithUserText('openai-chat', ACTION), seed: 0, metadata: { order: 'id 12345678901234567890' }, temperature: 0.7 })
+      .replace('"seed":0', '"seed":9007199254740993,"limits":[-12345678901234567890,1e400,1.5e3]');
+    const response = await fetch(`${gateway.url}${CHAT_PATH['openai-chat']}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('x-task-router-mode')).toBe('ACTION');
+    await response.arrayBuffer();
+    const seen = upstream.last();
+    expectRoutedFixedLength('openai-chat', seen);
+    expect(seen.text).toContain('"seed":9007199254740993,"limits":[-12345678901234567890,1e400,1500]');
+    expect(seen.text).toContain('"metadata":{"order":"id 12345678901234567890"}');
+    expect(seen.text).not.toContain('\\u0000');
+  });
+
   it('a gzip-encoded request body is routed and sent on decoded', async () => {
     const { gzipSync } = await import('node:zlib');
     const body = gzipSync(JSON.stringify(bodyWithUserText('openai-chat', ACTION)));
