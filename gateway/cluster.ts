@@ -90,9 +90,9 @@ export async function startCluster(options: ClusterOptions): Promise<RunningClus
   const fork = () => {
     const worker = cluster.fork({ ...options.env, [REPLICA_ID_ENV]: replicaId });
     states.set(worker.id, { worker, startedAt: Date.now(), url: null });
-    // A message to a worker that died before its exit was seen fails here, not in the caller; without
-    // a listener the error would end the primary and every worker's port with it. The exit handler
-    // replaces the worker.
+    // Node reports a message it could not send to a worker whose channel has closed (round-robin's
+    // hand-off of a connection, with NODE_CLUSTER_SCHED_POLICY=rr, sends without checking) as an
+    // 'error' on the worker: without a listener it would end the primary. The exit handler replaces it.
     worker.on('error', (error: Error) => log.warn({ worker: worker.id, pid: worker.process.pid, err: error }, 'message to a worker failed: it has exited or is exiting'));
     return worker;
   };

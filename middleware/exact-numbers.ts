@@ -52,7 +52,8 @@ export function parseKeepingNumbers(text: string): KeptNumbers | null {
       for (at += 1; at < text.length && text.charCodeAt(at) !== 34; at += 1) if (text.charCodeAt(at) === 92) at += 1;
     } else if (code === 45 || (code >= 48 && code <= 57)) {
       NUMBER.lastIndex = at;
-      const literal = NUMBER.exec(text)?.[0] ?? text.charAt(at);
+      const literal = NUMBER.exec(text)?.[0];
+      if (literal === undefined) continue;
       if (inexact(literal)) {
         substituted += `${text.slice(copied, at)}"\\u0000${nonce}:${kept.length}"`;
         kept.push(literal);
