@@ -437,7 +437,7 @@ async function main(): Promise<void> {
     const projectedRatio = (usableCores / cluster.cpuUs) / (1 / single.cpuUs);
     process.stdout.write(`  measured ratio here: x${fixed(measuredRatio, 2)}. The load generator used ${fixed(cluster.loadgenPct, 0)}% of a core during the ${WORKERS}-worker runs, out of ${CORES * 100}%: it competes with the workers for this machine's cores.\n`);
     process.stdout.write(`  projected with the load generator elsewhere: ${usableCores} cores / ${fixed(cluster.cpuUs, 0)} µs per request against 1 core / ${fixed(single.cpuUs, 0)} µs = x${fixed(projectedRatio, 2)}\n`);
-    process.stdout.write(`  split between the workers (they accept from one shared socket): the busiest of the ${WORKERS} took ${fixed(cluster.busiestWorkerPct, 0)}% of the workers' CPU (even: ${fixed(100 / WORKERS, 0)}%)\n\n`);
+    process.stdout.write(`  split between the workers: the busiest of the ${WORKERS} took ${fixed(cluster.busiestWorkerPct, 0)}% of the workers' CPU (even: ${fixed(100 / WORKERS, 0)}%)\n\n`);
 
     // 2. Latency with session state in Redis against in memory.
     let redisFigures: { memory: Measured; redis: Measured; fallbacks: number } | null = null;
