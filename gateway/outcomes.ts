@@ -23,6 +23,9 @@ export const OutcomeSchema = z
 
 export type OutcomeBody = z.infer<typeof OutcomeSchema>;
 
+/** An Idempotency-Key header: one report sent again with it is answered without being counted again. */
+const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,128}$/;
+
 const EXAMPLE = '{"session": "…", "decision": "<x-task-router-decision-id>", "outcome": "success" | "failure" | "rejected", "error"?: "…"}';
 
 /**
@@ -60,14 +63,18 @@ export function outcomesRouter(tracker: SessionTracker, options: OutcomesOptions
       return sendRouterError(res, 400, `expected a JSON body ${EXAMPLE}`, parsed.error.issues.map((issue) => `${issue.path.join('.') || 'body'}: ${issue.message}`));
     }
     const { session, decision, outcome, error } = parsed.data;
-    const result = await tracker.report(session, { decision, outcome, error });
+    const idempotencyKey = req.headers['idempotency-key'];
+    if (idempotencyKey !== undefined && (typeof idempotencyKey !== 'string' || !IDEMPOTENCY_KEY.test(idempotencyKey))) {
+      return sendRouterError(res, 400, 'Idempotency-Key must be 1-128 visible ASCII characters (a UUID is a good one)');
+    }
+    const result = await tracker.report(session, { decision, outcome, error, idempotencyKey });
     if (!result.ok) return sendRouterError(res, 404, NO_SUCH_TASK);
     try {
-      options.reported?.(outcome);
+      if (!result.repeated) options.reported?.(outcome);
     } catch {
       // Observers never fail a request.
     }
-    res.json({ session, task: result.task.key, outcome, failures: result.task.failures, rejections: result.task.rejections, next: nextOf(result.state.pending) });
+    res.json({ session, task: result.task.key, outcome, failures: result.task.failures, rejections: result.task.rejections, ...(result.repeated ? { repeated: true } : {}), next: nextOf(result.state.pending) });
   });
   router.use('/router/outcomes', ownEndpointErrors('outcome reports are small JSON bodies'));
   return router;

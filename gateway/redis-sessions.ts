@@ -57,6 +57,7 @@ function StoredStateSchema(): z.ZodType {
     })),
     lastTask: z.string().nullable(),
     decisions: z.array(z.tuple([z.string(), z.string()])),
+    reported: z.array(z.string()).optional(),
     pending: z.object({
       verdict: z.enum(FAILURE_VERDICTS),
       trigger: z.enum(FAILURE_TRIGGERS),
@@ -89,7 +90,8 @@ export function bounded(state: SessionState, maxBytes: number): { state: Session
     const tasks = current.tasks.filter((task, index) => keep.has(task.key) || index >= Math.floor(current.tasks.length / 2));
     const decisions = current.decisions.slice(Math.floor(current.decisions.length / 2));
     if (tasks.length === current.tasks.length && decisions.length === current.decisions.length) return null;
-    current = { ...current, tasks, decisions };
+    const reported = current.reported?.slice(Math.floor(current.reported.length / 2));
+    current = { ...current, tasks, decisions, ...(reported ? { reported } : {}) };
   }
 }
 

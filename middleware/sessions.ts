@@ -89,6 +89,8 @@ export interface DecisionReport {
   readonly decision: string;
   readonly outcome: Outcome;
   readonly error?: string | undefined;
+  /** The report's Idempotency-Key: the same report sent again is answered without being counted again. */
+  readonly idempotencyKey?: string | undefined;
 }
 
 export interface SessionSettings extends SessionLimits {
@@ -161,8 +163,8 @@ export class SessionTracker {
       const state = current as OwnedSessionState | undefined;
       if (!state) return { result: { ok: false, reason: 'unknown_session' } };
       if (!state.decisions.some(([id]) => id === report.decision)) return { result: { ok: false, reason: 'unknown_task' } };
-      const result = recordOutcome(state, { task: report.decision, outcome: report.outcome, error: report.error }, this.#now(), this.settings);
-      if (!result.ok) return { result };
+      const result = recordOutcome(state, { task: report.decision, outcome: report.outcome, error: report.error, idempotencyKey: report.idempotencyKey }, this.#now(), this.settings);
+      if (!result.ok || result.repeated) return { result };
       const owned: OwnedSessionState = { ...result.state, owner: state.owner ?? '' };
       return { state: owned, result };
     });

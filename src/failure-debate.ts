@@ -49,6 +49,11 @@ export interface SessionState {
   readonly lastTask: string | null;
   /** Recent decision ids and their task, oldest first; at most `maxDecisions`. */
   readonly decisions: readonly (readonly [decisionId: string, task: string])[];
+  /**
+   * Idempotency keys of recent reports, oldest first; at most `maxDecisions`: a report sent again with
+   * its key (a client retrying one whose answer it lost) is not counted again. Absent in older states.
+   */
+  readonly reported?: readonly string[];
   readonly pending: PendingDebate | null;
   readonly updatedAt: number;
 }
@@ -72,10 +77,19 @@ export interface OutcomeReport {
   readonly task?: string | undefined;
   readonly outcome: Outcome;
   readonly error?: string | undefined;
+  /** Names the report: one sent again with the same key is answered without being counted again. */
+  readonly idempotencyKey?: string | undefined;
 }
 
 export type OutcomeResult =
-  | { readonly ok: true; readonly state: SessionState; readonly task: TaskState; readonly verdict: PendingDebate | null }
+  | {
+    readonly ok: true;
+    readonly state: SessionState;
+    readonly task: TaskState;
+    readonly verdict: PendingDebate | null;
+    /** The report's idempotency key was seen before: nothing changed. */
+    readonly repeated: boolean;
+  }
   | { readonly ok: false; readonly reason: 'no_task' | 'unknown_task' };
 
 export function emptySession(now: number): SessionState {
@@ -178,12 +192,17 @@ export function resolveTask(state: SessionState, reference: string | undefined):
   return decision ? decision[1] : reference;
 }
 
-/** Applies one reported outcome to the task it names and works out the debate it calls for, if any. */
+/**
+ * Applies one reported outcome to the task it names and works out the debate it calls for, if any. A
+ * report whose idempotency key the session has seen changes nothing (`repeated`).
+ */
 export function recordOutcome(state: SessionState, report: OutcomeReport, now: number, limits: SessionLimits): OutcomeResult {
   const key = resolveTask(state, report.task);
   if (key === null) return { ok: false, reason: 'no_task' };
   const known = state.tasks.find((task) => task.key === key);
   if (!known) return { ok: false, reason: 'unknown_task' };
+  const { idempotencyKey } = report;
+  if (idempotencyKey !== undefined && state.reported?.includes(idempotencyKey)) return { ok: true, state, task: known, verdict: null, repeated: true };
 
   let task: TaskState;
   let found: [FailureVerdict, FailureTrigger] | null = null;
@@ -210,7 +229,8 @@ export function recordOutcome(state: SessionState, report: OutcomeReport, now: n
   if (report.outcome === 'success' && pending?.task === key) pending = null;
   // One debate waits at a time; a milder one never displaces a graver one still waiting.
   if (verdict && !(pending && !pending.delivered && SEVERITY[pending.verdict] > SEVERITY[verdict.verdict])) pending = verdict;
-  return { ok: true, state: { ...state, tasks: withTask(state.tasks, task, limits.maxTasks), pending, updatedAt: now }, task, verdict };
+  const reported = idempotencyKey === undefined ? state.reported : [...(state.reported ?? []), idempotencyKey].slice(-Math.max(1, limits.maxDecisions));
+  return { ok: true, state: { ...state, tasks: withTask(state.tasks, task, limits.maxTasks), ...(reported ? { reported } : {}), pending, updatedAt: now }, task, verdict, repeated: false };
 }
 
 /**

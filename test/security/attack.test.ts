@@ -335,6 +335,19 @@ describe('3. outcomes need what the gateway handed the client', () => {
   const report = (url: string, body: unknown, headers: Record<string, string> = {}) =>
     fetch(`${url}/router/outcomes`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
 
+  it('a report retried with its Idempotency-Key is answered, not counted again: one failure brings no debate', async () => {
+    const gateway = await configured();
+    const decision = (await chat(gateway.url, 'retrier-1')).headers.get('x-task-router-decision-id') as string;
+    const body = { session: 'retrier-1', decision, outcome: 'failure' };
+    const key = { 'idempotency-key': 'f2c1b7e0-5d3a-4c1e-9a7b-2f6d8e4c1a90' };
+    expect(await (await report(gateway.url, body, key)).json()).toMatchObject({ failures: 1, next: null });
+    const retried = await report(gateway.url, body, key);
+    expect(retried.status).toBe(200);
+    expect(await retried.json()).toMatchObject({ failures: 1, repeated: true, next: null });
+    expect((await chat(gateway.url, 'retrier-1')).headers.get('x-task-router-debate')).toBeNull();
+    await expectRouterError(await report(gateway.url, body, { 'idempotency-key': 'has spaces' }), 400);
+  });
+
   it('a report without the decision id, with a guessed one, or with the task key is refused; the victim is not debated', async () => {
     const gateway = await configured();
     const victim = await chat(gateway.url, 'victim-7');

@@ -212,6 +212,22 @@ describe('recordOutcome: the failure-debate rules', () => {
     expect(outcomes(state, { task: 'a', outcome: 'failure' }).task.key).toBe('a');
   });
 
+  it('a report sent again with its idempotency key changes nothing; keys are kept for the last maxDecisions reports', () => {
+    const state = sessionWith('a');
+    const first = applied(recordOutcome(state, { outcome: 'failure', idempotencyKey: 'k1' }, T0, LIMITS));
+    expect(first).toMatchObject({ repeated: false, task: { failures: 1 } });
+    const again = applied(recordOutcome(first.state, { outcome: 'failure', idempotencyKey: 'k1' }, T0 + 1, LIMITS));
+    expect(again).toMatchObject({ repeated: true, verdict: null, task: { failures: 1 } });
+    expect(again.state).toBe(first.state);
+    // Another key is another report: the second failure brings the debate.
+    expect(applied(recordOutcome(first.state, { outcome: 'failure', idempotencyKey: 'k2' }, T0 + 1, LIMITS))).toMatchObject({ repeated: false, task: { failures: 2 }, verdict: { verdict: 'DEBATE_FAILURE' } });
+    // Without a key every report counts, as before.
+    expect(outcomes(state, { outcome: 'rejected' }, { outcome: 'rejected' }).task.rejections).toBe(2);
+    let many = state;
+    for (let index = 0; index < LIMITS.maxDecisions + 2; index += 1) many = applied(recordOutcome(many, { outcome: 'success', idempotencyKey: `s${index}` }, T0, LIMITS)).state;
+    expect(many.reported).toEqual(Array.from({ length: LIMITS.maxDecisions }, (_, index) => `s${index + 2}`));
+  });
+
   it('refuses an unknown task, and a session with no task', () => {
     expect(recordOutcome(sessionWith('a'), { task: 'zzzz', outcome: 'failure' }, T0, LIMITS)).toEqual({ ok: false, reason: 'unknown_task' });
     expect(recordOutcome(emptySession(T0), { outcome: 'failure' }, T0, LIMITS)).toEqual({ ok: false, reason: 'no_task' });
