@@ -37,6 +37,12 @@ export interface RuntimeEvents {
 // Settings the running server was built with; a reload reports them rather than half-applying them.
 const RESTART_ONLY: readonly (keyof GatewayConfig)[] = ['server', 'upstream', 'limits', 'admin', 'metrics', 'logging', 'sessions', 'outcomes', 'state'];
 
+/** The environment without ENABLE_HARD_ROUTING, which applies at start only. */
+function withoutStartFlag(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const { ENABLE_HARD_ROUTING: _startOnly, ...rest } = env;
+  return rest;
+}
+
 /**
  * The gateway's routing state: one snapshot, swapped whole on reload or toggle, so a request reads one
  * consistent config from start to end and in-flight requests are untouched. A reload that fails keeps
@@ -48,16 +54,20 @@ export class RoutingRuntime {
   #reloading: Promise<ReloadResult> | null = null;
   #stopWatching: (() => void) | null = null;
   #lastReload: ReloadStatus = { ok: true, at: new Date().toISOString(), trigger: 'start', errors: [] };
+  /** routing.hard as the file itself last said it, which ENABLE_HARD_ROUTING overrides at start only. */
+  #fileHard: boolean;
 
-  private constructor(loaded: LoadedConfig, snapshot: RoutingSnapshot, private readonly env: NodeJS.ProcessEnv, private readonly events: RuntimeEvents) {
+  private constructor(loaded: LoadedConfig, snapshot: RoutingSnapshot, fileHard: boolean, private readonly env: NodeJS.ProcessEnv, private readonly events: RuntimeEvents) {
     this.#loaded = loaded;
     this.#snapshot = snapshot;
+    this.#fileHard = fileHard;
   }
 
   /** Loads config, rules and prompts; environment variables win over the file at start. */
   static async start(configFile: string | undefined, env: NodeJS.ProcessEnv = {}, events: RuntimeEvents = {}): Promise<RoutingRuntime> {
     const loaded = await loadConfig(configFile, env);
-    return new RoutingRuntime(loaded, await buildSnapshot(loaded), env, events);
+    const fileHard = env.ENABLE_HARD_ROUTING ? (await loadConfig(configFile, withoutStartFlag(env))).config.routing.hard : loaded.config.routing.hard;
+    return new RoutingRuntime(loaded, await buildSnapshot(loaded), fileHard, env, events);
   }
 
   /** The snapshot to route the next request with. */
@@ -102,14 +112,14 @@ export class RoutingRuntime {
   async #reload(trigger: string, reach: ReloadReach): Promise<ReloadResult> {
     let result: ReloadResult;
     try {
-      const { ENABLE_HARD_ROUTING: _startOnly, ...env } = this.env;
-      const loaded = await loadConfig(this.#loaded.file, env);
+      const loaded = await loadConfig(this.#loaded.file, withoutStartFlag(this.env));
       const next = await buildSnapshot(loaded);
-      const fileFlagChanged = loaded.config.routing.hard !== this.#loaded.config.routing.hard;
+      const fileFlagChanged = loaded.config.routing.hard !== this.#fileHard;
       const hardRouting = fileFlagChanged ? loaded.config.routing.hard : this.#snapshot.hardRouting;
       const restartRequired = RESTART_ONLY.filter((key) => JSON.stringify(loaded.config[key]) !== JSON.stringify(this.#loaded.config[key]));
       this.#loaded = { ...loaded, config: { ...loaded.config, ...Object.fromEntries(RESTART_ONLY.map((key) => [key, this.#loaded.config[key]])) } };
       this.#snapshot = { ...next, hardRouting };
+      this.#fileHard = loaded.config.routing.hard;
       if (fileFlagChanged) this.events.flagChanged?.(hardRouting, 'config', reach);
       result = { ok: true, configHash: next.configHash, hardRouting, restartRequired };
     } catch (error) {

@@ -42,6 +42,20 @@ describe('ENABLE_HARD_ROUTING', () => {
     expect((await chat(gateway.url)).routing).toBe('hard');
   });
 
+  it('false at start stays after a reload of an unchanged file; a change of the file\'s own value still applies', async () => {
+    const file = await writeConfig('env-soft.yaml');
+    gateway = await startGateway({ configFile: file, env: { ENABLE_HARD_ROUTING: 'false', ADMIN_TOKEN: TOKEN } });
+    const reload = () => fetch(`${gateway?.url}/admin/reload`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` } });
+    expect((await reload()).status).toBe(200);
+    expect(await hardRoutingOf(gateway.url)).toBe(false);
+    await writeFile(file, (await readFile(file, 'utf8')).replace(/^( *)hard: true$/m, '$1hard: false'));
+    expect((await reload()).status).toBe(200);
+    expect(await hardRoutingOf(gateway.url)).toBe(false);
+    await writeFile(file, (await readFile(file, 'utf8')).replace(/^( *)hard: false$/m, '$1hard: true'));
+    expect((await reload()).status).toBe(200);
+    expect(await hardRoutingOf(gateway.url)).toBe(true);
+  });
+
   it('rejects a value that is not a boolean, naming the variable', async () => {
     await expect(startGateway({ configFile: await writeConfig('bad-env.yaml'), env: { ENABLE_HARD_ROUTING: 'maybe' } })).rejects.toThrow(/ENABLE_HARD_ROUTING: expected true or false, got "maybe"/);
   });
