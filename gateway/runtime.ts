@@ -120,6 +120,9 @@ export class RoutingRuntime {
       this.#loaded = { ...loaded, config: { ...loaded.config, ...Object.fromEntries(RESTART_ONLY.map((key) => [key, this.#loaded.config[key]])) } };
       this.#snapshot = { ...next, hardRouting };
       this.#fileHard = loaded.config.routing.hard;
+      // The file may name other rules or prompts now, and a folder replaced whole is a new one: the
+      // watch follows the paths as they are, not the files it was first given.
+      if (this.#stopWatching) this.watch();
       if (fileFlagChanged) this.events.flagChanged?.(hardRouting, 'config', reach);
       result = { ok: true, configHash: next.configHash, hardRouting, restartRequired };
     } catch (error) {

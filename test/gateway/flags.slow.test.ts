@@ -4,7 +4,7 @@
  * load must get enough requests through around each flip. (The other flag tests are in flags.test.ts.)
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -99,6 +99,37 @@ describe('toggling at run time under load', () => {
     };
     await underLoad(url, flip(false), 'soft');
     await underLoad(url, flip(true), 'hard');
+  });
+
+  it('the watch follows the prompt folder: one the file repoints to, and one replaced whole', async () => {
+    const copy = async (name: string, heading: string) => {
+      const folder = join(dir, name);
+      await cp(join(ROOT, 'prompts'), folder, { recursive: true });
+      const action = join(folder, 'action.md');
+      await writeFile(action, (await readFile(action, 'utf8')).replace(/^# .*$/m, `# ${heading}`));
+      return folder;
+    };
+    const first = await copy('prompts-first', 'Orchestrator first');
+    const file = await writeConfig('watched-prompts.yaml');
+    await writeFile(file, (await readFile(file, 'utf8')).replace(/^prompts: .*$/m, `prompts: ${first}`));
+    gateway = await startGateway({ configFile: file });
+    const url = gateway.url;
+    const served = async (heading: string) => (await chat(url)).body.includes(`# ${heading}`);
+    expect(await served('Orchestrator first')).toBe(true);
+    // Repointed: edits in the new folder are picked up.
+    const second = await copy('prompts-second', 'Orchestrator second');
+    await writeFile(file, (await readFile(file, 'utf8')).replace(/^prompts: .*$/m, `prompts: ${second}`));
+    await until(() => served('Orchestrator second'), 'the repointed folder served');
+    const action = join(second, 'action.md');
+    await writeFile(action, (await readFile(action, 'utf8')).replace('# Orchestrator second', '# Orchestrator second, edited'));
+    await until(() => served('Orchestrator second, edited'), 'an edit in the repointed folder applied');
+    // Replaced whole, as a deploy does: then an edit in the new folder.
+    const fresh = await copy('prompts-fresh', 'Orchestrator fresh');
+    await rename(second, join(dir, 'prompts-old'));
+    await rename(fresh, second);
+    await until(() => served('Orchestrator fresh'), 'the replaced folder served');
+    await writeFile(action, (await readFile(action, 'utf8')).replace('# Orchestrator fresh', '# Orchestrator fresh, edited'));
+    await until(() => served('Orchestrator fresh, edited'), 'an edit in the replaced folder applied');
   });
 
   it('SIGHUP reloads the file in the running CLI gateway, both ways', async () => {
