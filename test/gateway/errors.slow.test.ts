@@ -3,7 +3,7 @@
  * answers or when a socket to it frees, and the upstream request is closed; a body the client is still
  * sending is not the upstream's time. (The rest of the error behaviour is in errors.test.ts.)
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { apiReply, delayThen, pieces, replyJson, replySse, sseEvents, startFakeUpstream, startGatewayForTest, type FakeUpstream, type TestGateway } from '../support/fake-upstream.js';
 import { postHead, rawExchange } from '../support/raw-http.js';
 import { APIS, bodyWithUserText, CHAT_PATH, postJson } from './clients.js';
@@ -41,11 +41,14 @@ describe('upstream slower than timeoutMs → 504', () => {
 
 describe('what timeoutMs counts', () => {
   const timeoutMs = 300;
-  let upstream: FakeUpstream;
-  let gateway: TestGateway;
-  afterAll(async () => {
+  let upstream: FakeUpstream | null = null;
+  let gateway: TestGateway | null = null;
+  // Each case starts its own pair, closed even when the case fails.
+  afterEach(async () => {
     await gateway?.close();
     await upstream?.close();
+    gateway = null;
+    upstream = null;
   });
 
   it('a request queued for a socket (upstream.maxSockets reached) gets its 504 at timeoutMs, not when the socket frees', async () => {
@@ -65,8 +68,6 @@ describe('what timeoutMs counts', () => {
     expect(streamed.status).toBe(200);
     expect(await streamed.text()).toContain('[DONE]');
     expect(upstream.requests).toHaveLength(1);
-    await gateway.close();
-    await upstream.close();
   });
 
   it('a proxied body the client takes longer than timeoutMs to send is answered: the clock starts once it has arrived', async () => {

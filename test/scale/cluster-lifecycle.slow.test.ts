@@ -28,6 +28,7 @@ afterEach(async () => {
   await killAll();
   killWorkers(lines);
   primary = null;
+  upstream.respond(apiReply('ok'));
 });
 
 afterAll(async () => {
@@ -88,6 +89,5 @@ describe('a cluster of two workers, at awkward moments', () => {
     expect(answered.status).toBe(200);
     expect(answered.body).toContain('late but whole');
     await until('every worker gone', async () => pids.filter(alive), (left) => left.length === 0, 20_000);
-    upstream.respond(apiReply('ok'));
   }, 60_000);
 });
