@@ -3,24 +3,18 @@
  * reached) gets its 504 at timeoutMs, the time queued included. (The untimed regressions are in
  * regressions.test.ts.)
  */
-import { afterEach, describe, expect, it } from 'vitest';
-import { apiReply, delayThen, startFakeUpstream, startGatewayForTest, type FakeUpstream, type TestGateway } from '../support/fake-upstream.js';
+import { describe, expect, it } from 'vitest';
+import { apiReply, delayThen, startFakeUpstream, startGatewayForTest } from '../support/fake-upstream.js';
+import { closedAfterEach } from '../support/suite.js';
 import { CHAT_PATH, bodyWithUserText, postJson } from '../gateway/clients.js';
 
 const ACTION = 'fix the failing test in src/app.ts';
-let upstream: FakeUpstream | null = null;
-let gateway: TestGateway | null = null;
-afterEach(async () => {
-  await gateway?.close();
-  await upstream?.close();
-  gateway = null;
-  upstream = null;
-});
+const closing = closedAfterEach();
 
 describe('requests queued for an upstream socket (maxSockets reached)', () => {
   it('time queued counts toward timeoutMs: a request that never gets a socket gets its 504', async () => {
-    upstream = await startFakeUpstream(delayThen(1_500, apiReply('slow')));
-    gateway = await startGatewayForTest({ upstreamUrl: upstream.url, overrides: { maxSockets: 1, timeoutMs: 300 } });
+    const upstream = closing(await startFakeUpstream(delayThen(1_500, apiReply('slow'))));
+    const gateway = closing(await startGatewayForTest({ upstreamUrl: upstream.url, overrides: { maxSockets: 1, timeoutMs: 300 } }));
     const first = postJson(gateway.url, CHAT_PATH['openai-chat'], bodyWithUserText('openai-chat', ACTION));
     await upstream.waitForRequests(1);
     const started = performance.now();

@@ -3,25 +3,19 @@
  * a body nested too deep to re-serialize, and request bodies sent while the agent queued the request
  * for a socket (maxSockets reached; http-party/node-http-proxy#1478).
  */
-import { afterEach, describe, expect, it } from 'vitest';
-import { apiReply, delayThen, startFakeUpstream, startGatewayForTest, type FakeUpstream, type TestGateway } from '../support/fake-upstream.js';
+import { describe, expect, it } from 'vitest';
+import { apiReply, delayThen, startFakeUpstream, startGatewayForTest } from '../support/fake-upstream.js';
+import { closedAfterEach } from '../support/suite.js';
 import { CHAT_PATH, bodyWithUserText, postJson } from '../gateway/clients.js';
 
 const ACTION = 'fix the failing test in src/app.ts';
-let upstream: FakeUpstream | null = null;
-let gateway: TestGateway | null = null;
-afterEach(async () => {
-  await gateway?.close();
-  await upstream?.close();
-  gateway = null;
-  upstream = null;
-});
+const closing = closedAfterEach();
 
 describe('a body nested deeper than JSON.stringify can recurse', () => {
   it('degrades to pass-through (counted as fallbacks) instead of throwing in the proxy', async () => {
-    upstream = await startFakeUpstream(apiReply('ok'));
+    const upstream = closing(await startFakeUpstream(apiReply('ok')));
     const fallbacks: string[] = [];
-    gateway = await startGatewayForTest({ upstreamUrl: upstream.url, overrides: { hooks: { fallback: (stage, to) => fallbacks.push(`${stage} → ${to}`) } } });
+    const gateway = closing(await startGatewayForTest({ upstreamUrl: upstream.url, overrides: { hooks: { fallback: (stage, to) => fallbacks.push(`${stage} → ${to}`) } } }));
     const depth = 200_000;
     const body = `{"model":"m","metadata":${'{"a":'.repeat(depth)}1${'}'.repeat(depth)},"messages":[{"role":"user","content":"${ACTION}"}]}`;
     const response = await postJson(gateway.url, CHAT_PATH['openai-chat'], body);
@@ -39,8 +33,8 @@ describe('a body nested deeper than JSON.stringify can recurse', () => {
 
 describe('requests queued for an upstream socket (maxSockets reached)', () => {
   it('are sent with their rewritten body and true length once a socket frees up', async () => {
-    upstream = await startFakeUpstream(delayThen(100, apiReply('ok')));
-    gateway = await startGatewayForTest({ upstreamUrl: upstream.url, overrides: { maxSockets: 1 } });
+    const upstream = closing(await startFakeUpstream(delayThen(100, apiReply('ok'))));
+    const gateway = closing(await startGatewayForTest({ upstreamUrl: upstream.url, overrides: { maxSockets: 1 } }));
     const url = gateway.url;
     const statuses = await Promise.all(['openai-chat', 'anthropic', 'openai-responses', 'openai-chat'].map(async (api) => {
       const response = await postJson(url, CHAT_PATH[api as keyof typeof CHAT_PATH], bodyWithUserText(api as 'openai-chat', ACTION));
@@ -56,8 +50,8 @@ describe('requests queued for an upstream socket (maxSockets reached)', () => {
   });
 
   it('a client that leaves while its request is queued: the request never reaches the upstream', async () => {
-    upstream = await startFakeUpstream(delayThen(600, apiReply('ok')));
-    gateway = await startGatewayForTest({ upstreamUrl: upstream.url, overrides: { maxSockets: 1 } });
+    const upstream = closing(await startFakeUpstream(delayThen(600, apiReply('ok'))));
+    const gateway = closing(await startGatewayForTest({ upstreamUrl: upstream.url, overrides: { maxSockets: 1 } }));
     const first = postJson(gateway.url, CHAT_PATH['openai-chat'], bodyWithUserText('openai-chat', ACTION));
     await upstream.waitForRequests(1);
     const controller = new AbortController();

@@ -3,8 +3,9 @@
  * answers or when a socket to it frees, and the upstream request is closed; a body the client is still
  * sending is not the upstream's time. (The rest of the error behaviour is in errors.test.ts.)
  */
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { apiReply, delayThen, pieces, replyJson, replySse, sseEvents, startFakeUpstream, startGatewayForTest, type FakeUpstream, type TestGateway } from '../support/fake-upstream.js';
+import { closedAfterEach } from '../support/suite.js';
 import { postHead, rawExchange } from '../support/raw-http.js';
 import { APIS, bodyWithUserText, CHAT_PATH, postJson } from './clients.js';
 import { expectErrorShape, TIMEOUT } from './error-shapes.js';
@@ -41,20 +42,12 @@ describe('upstream slower than timeoutMs → 504', () => {
 
 describe('what timeoutMs counts', () => {
   const timeoutMs = 300;
-  let upstream: FakeUpstream | null = null;
-  let gateway: TestGateway | null = null;
-  // Each case starts its own pair, closed even when the case fails.
-  afterEach(async () => {
-    await gateway?.close();
-    await upstream?.close();
-    gateway = null;
-    upstream = null;
-  });
+  const closing = closedAfterEach();
 
   it('a request queued for a socket (upstream.maxSockets reached) gets its 504 at timeoutMs, not when the socket frees', async () => {
     // One socket, held by a stream that sends its headers at once and then an event a second for 6 s.
-    upstream = await startFakeUpstream(replySse(sseEvents('openai-chat', pieces('one two three four five six', 6).join(' ')), { delayMs: 1_000 }));
-    gateway = await startGatewayForTest({ upstreamUrl: upstream.url, overrides: { timeoutMs, maxSockets: 1 } });
+    const upstream = closing(await startFakeUpstream(replySse(sseEvents('openai-chat', pieces('one two three four five six', 6).join(' ')), { delayMs: 1_000 })));
+    const gateway = closing(await startGatewayForTest({ upstreamUrl: upstream.url, overrides: { timeoutMs, maxSockets: 1 } }));
     const stream = postJson(gateway.url, CHAT_PATH['openai-chat'], { ...bodyWithUserText('openai-chat', ACTION), stream: true });
     await upstream.waitForRequests(1, 5_000);
     const started = performance.now();
@@ -71,8 +64,8 @@ describe('what timeoutMs counts', () => {
   });
 
   it('a proxied body the client takes longer than timeoutMs to send is answered: the clock starts once it has arrived', async () => {
-    upstream = await startFakeUpstream(replyJson(200, { object: 'list', data: [] }));
-    gateway = await startGatewayForTest({ upstreamUrl: upstream.url, overrides: { timeoutMs } });
+    const upstream = closing(await startFakeUpstream(replyJson(200, { object: 'list', data: [] })));
+    const gateway = closing(await startGatewayForTest({ upstreamUrl: upstream.url, overrides: { timeoutMs } }));
     const body = JSON.stringify({ model: 'e', input: 'x'.repeat(2_000) });
     const exchange = rawExchange(gateway.url, postHead('/v1/embeddings', body), body.slice(0, 100), { timeoutMs: 10_000 });
     // The rest in four pieces, 250 ms apart: a second in all, over three times timeoutMs.

@@ -5,7 +5,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, beforeEach } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
 import { apiReply, startFakeUpstream, startGatewayForTest, type FakeUpstream, type TestGateway } from './fake-upstream.js';
 
 /**
@@ -40,4 +40,20 @@ export function gatewayAndUpstream(use: (made: { gateway: TestGateway; upstream:
     await made?.gateway.close();
     await made?.upstream.close();
   });
+}
+
+/**
+ * For tests that each start servers of their own (a fake upstream, a gateway with settings of its own):
+ * what a test passes through the returned function is closed after it, passed or failed, the last
+ * started first.
+ */
+export function closedAfterEach(): <T extends { close(): Promise<void> }>(started: T) => T {
+  const open: { close(): Promise<void> }[] = [];
+  afterEach(async () => {
+    for (const server of open.splice(0).reverse()) await server.close();
+  });
+  return (started) => {
+    open.push(started);
+    return started;
+  };
 }
