@@ -250,9 +250,11 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
   const cutByShutdown = new WeakSet<Request>();
   let observability: ReturnType<typeof observe> | null = null;
   let shared: Awaited<ReturnType<typeof startSharedState>> | null = null;
+  let exposeRules: ((ruleIds: readonly string[]) => void) | null = null;
   const runtime = await RoutingRuntime.start(options.configFile, env, {
     reloaded: (result, trigger, reach) => {
       observability?.reloaded(result);
+      if (result.ok) exposeRules?.(runtime.snapshot().classifier.ruleIds);
       observability?.setHardRouting(runtime.snapshot().hardRouting);
       shared?.routing.reloaded(result, trigger, reach);
       options.events?.reloaded?.(result, trigger, reach);
@@ -278,8 +280,15 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
     retainDays: config.logging.retainDays,
   }, log);
   observability.setHardRouting(runtime.snapshot().hardRouting);
-  // Rule ids are a closed set per rule set: the loaded ones are exposed at 0 from the start.
-  for (const rule of runtime.snapshot().classifier.ruleIds) metrics.triggers.inc({ rule }, 0);
+  // Rule ids are a closed set per rule set: the loaded ones are exposed at 0 from the start, and a
+  // reload's rule set replaces them (a rule gone takes its series with it, so renames stay bounded).
+  let exposed: readonly string[] = [];
+  exposeRules = (ruleIds) => {
+    for (const rule of exposed) if (!ruleIds.includes(rule)) metrics.triggers.remove({ rule });
+    for (const rule of ruleIds) metrics.triggers.inc({ rule }, 0);
+    exposed = ruleIds;
+  };
+  exposeRules(runtime.snapshot().classifier.ruleIds);
   const metricsRoutes = express.Router();
   const metricsToken = env.METRICS_TOKEN?.trim() || null;
   if (config.metrics.enabled) {
@@ -328,26 +337,33 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
     draining: () => draining,
     lastReload: () => runtime.lastReload,
   });
-  const server = await listen(gateway.app, config.server.port, config.server.host, config, log).catch(async (error: unknown) => {
-    // Nothing serves: let go of what would keep the process alive (the Redis connection, the echo upstream).
-    primary?.close();
-    await shared?.close();
-    await echo?.close();
-    throw error;
-  });
+  // A start that fails half way lets go of everything it opened (the servers already listening, the
+  // Redis connection, the echo upstream, the log files), so the process exits with its error rather
+  // than serve without its admin API or metrics address.
+  const servers: Server[] = [];
+  const listenOrRelease = async (app: Parameters<typeof listen>[0], port: number, host: string): Promise<Server> => {
+    try {
+      const listening = await listen(app, port, host, config, log);
+      servers.push(listening);
+      return listening;
+    } catch (error) {
+      await Promise.all(servers.map(closeServer));
+      gateway.close();
+      primary?.close();
+      await shared?.close();
+      await echo?.close();
+      await observability?.close();
+      throw error;
+    }
+  };
+  const server = await listenOrRelease(gateway.app, config.server.port, config.server.host);
   // Responses in flight, for the shutdown drain to wait for and, after its grace, to cut and count.
   const inFlight = new InFlight();
   server.on('request', (_req: Request, res: Response) => inFlight.add(res));
-  let adminServer: Server | null = null;
-  if (admin && separateAdmin) {
-    adminServer = await listen(ownApp(admin, observability.hooks), config.admin.port ?? 0, config.admin.host ?? config.server.host, config, log);
-  }
-  let metricsServer: Server | null = null;
-  if (separateMetrics) {
-    metricsServer = await listen(ownApp(metricsRoutes, observability.hooks), config.metrics.port ?? 0, config.metrics.host ?? config.server.host, config, log);
-  }
+  const adminServer = admin && separateAdmin ? await listenOrRelease(ownApp(admin, observability.hooks), config.admin.port ?? 0, config.admin.host ?? config.server.host) : null;
+  const metricsServer = separateMetrics ? await listenOrRelease(ownApp(metricsRoutes, observability.hooks), config.metrics.port ?? 0, config.metrics.host ?? config.server.host) : null;
   // The primary of a cluster watches the files and tells every worker.
-  if (config.reload.watch && primary === null) runtime.watch();
+  if (primary === null) runtime.watch();
   const address = server.address() as AddressInfo;
   const adminAddress = adminServer?.address() as AddressInfo | undefined;
   const metricsAddress = metricsServer?.address() as AddressInfo | undefined;

@@ -30,6 +30,8 @@ export const ToPrimarySchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal(`${PREFIX}listening`), url: z.string() }),
   /** An admin flip here, for the primary to pass to every worker (used when no Redis carries it). */
   z.object({ type: z.literal(`${PREFIX}flag`), hardRouting: z.boolean() }),
+  /** The flag as a reload here set it from the file: the primary starts replacement workers with it. */
+  z.object({ type: z.literal(`${PREFIX}flag-from-file`), hardRouting: z.boolean() }),
   /** A reload started here (admin API), for the primary to pass to the other workers. */
   z.object({ type: z.literal(`${PREFIX}reload`), trigger: Trigger }),
   /** This worker's metrics (prom-client getMetricsAsJSON), answering a metrics-request. */
@@ -41,6 +43,7 @@ export type ToPrimary = z.infer<typeof ToPrimarySchema>;
 
 export const MESSAGE = {
   flag: `${PREFIX}flag`,
+  flagFromFile: `${PREFIX}flag-from-file`,
   reload: `${PREFIX}reload`,
   metricsRequest: `${PREFIX}metrics-request`,
   metrics: `${PREFIX}metrics`,

@@ -22,6 +22,8 @@ export interface PrimaryLink {
   listening(url: string): void;
   /** Asks the primary to set the flag in every worker. */
   relayFlag(hardRouting: boolean): void;
+  /** Tells the primary the flag a reload here took from the file (every worker's reload does the same). */
+  reportFileFlag(hardRouting: boolean): void;
   /** Asks the primary to have every other worker reload. */
   relayReload(trigger: string): void;
   /** The exposition of every worker's metrics and the primary's, aggregated by the primary. */
@@ -85,6 +87,7 @@ export function connectToPrimary(registry: Registry): PrimaryLink | null {
     workerId: worker.id,
     listening: (url) => send({ type: MESSAGE.listening, url }),
     relayFlag: (hardRouting) => send({ type: MESSAGE.flag, hardRouting }),
+    reportFileFlag: (hardRouting) => send({ type: MESSAGE.flagFromFile, hardRouting }),
     relayReload: (trigger) => send({ type: MESSAGE.reload, trigger: trigger.slice(0, 32) }),
     exposition: () => {
       if (pending.size >= MAX_PENDING_EXPOSITIONS) return Promise.reject(new Error(`${MAX_PENDING_EXPOSITIONS} scrapes are already waiting for the primary`));

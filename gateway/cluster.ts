@@ -58,6 +58,17 @@ interface WorkerState {
   readonly worker: Worker;
   readonly startedAt: number;
   url: string | null;
+  /** What it last reported of its metrics (prom-client JSON), kept for its counts once it has gone. */
+  lastMetrics: readonly unknown[] | null;
+}
+
+/** Metric types whose values only grow: a worker's count stays in the sum after it has gone. */
+const CUMULATIVE = new Set(['counter', 'histogram']);
+
+/** The counters and histograms of `snapshots` summed into one snapshot. */
+async function cumulativeSum(snapshots: readonly (readonly unknown[])[]): Promise<unknown[]> {
+  const summed = await AggregatorRegistry.aggregate(snapshots.map((snapshot) => [...snapshot])).getMetricsAsJSON();
+  return summed.filter((metric) => CUMULATIVE.has(String(metric.type)));
 }
 
 /** Starts the workers; resolves once every one listens, rejects if one exits before it does. */
@@ -69,7 +80,13 @@ export async function startCluster(options: ClusterOptions): Promise<RunningClus
   const states = new Map<number, WorkerState>();
   let shuttingDown = false;
   let started = false;
+  /** The flag the workers hold now (an admin flip's or a file change's), for a replacement to start with. */
   let lastFlag: boolean | null = null;
+  /**
+   * The counts of workers that have gone, summed: without them a worker's death would lower the sum of
+   * every counter, which Prometheus reads as a reset. Counts since a worker's last report are lost.
+   */
+  let retired: Promise<unknown[]> = Promise.resolve([]);
   let quickDeaths = 0;
   const restartTimers = new Set<NodeJS.Timeout>();
 
@@ -88,8 +105,10 @@ export async function startCluster(options: ClusterOptions): Promise<RunningClus
   if (options.env.NODE_CLUSTER_SCHED_POLICY === undefined) cluster.schedulingPolicy = cluster.SCHED_NONE;
   cluster.setupPrimary({ silent: false });
   const fork = () => {
-    const worker = cluster.fork({ ...options.env, [REPLICA_ID_ENV]: replicaId });
-    states.set(worker.id, { worker, startedAt: Date.now(), url: null });
+    // A replacement starts with the flag the others hold, not the one the cluster started with.
+    const flag = lastFlag === null ? {} : { ENABLE_HARD_ROUTING: String(lastFlag) };
+    const worker = cluster.fork({ ...options.env, [REPLICA_ID_ENV]: replicaId, ...flag });
+    states.set(worker.id, { worker, startedAt: Date.now(), url: null, lastMetrics: null });
     // Node reports a message it could not send to a worker whose channel has closed (round-robin's
     // hand-off of a connection, with NODE_CLUSTER_SCHED_POLICY=rr, sends without checking) as an
     // 'error' on the worker: without a listener it would end the primary. The exit handler replaces it.
@@ -119,7 +138,7 @@ export async function startCluster(options: ClusterOptions): Promise<RunningClus
       if (pending.size === 0) return done(null);
       for (const state of workers) send(state.worker, { type: MESSAGE.metricsRequest, id });
     });
-    results.push(await metrics.registry.getMetricsAsJSON());
+    results.push(await metrics.registry.getMetricsAsJSON(), await retired);
     return AggregatorRegistry.aggregate(results).metrics();
   };
 
@@ -165,6 +184,9 @@ export async function startCluster(options: ClusterOptions): Promise<RunningClus
           if (started) log.info({ worker: worker.id, pid: worker.process.pid }, 'replacement worker listening');
           else if (listening().length === options.workers) resolve();
           break;
+        case MESSAGE.flagFromFile:
+          lastFlag = message.hardRouting;
+          break;
         case MESSAGE.flag:
           lastFlag = message.hardRouting;
           // Every worker, the one that flipped included: applied in the primary's order, they all end on the last flip.
@@ -177,6 +199,7 @@ export async function startCluster(options: ClusterOptions): Promise<RunningClus
           const collection = collections.get(message.id);
           if (!collection?.pending.delete(worker.id)) return;
           collection.results.push(message.metrics);
+          if (state) state.lastMetrics = message.metrics;
           if (collection.pending.size === 0) collection.done(null);
           break;
         }
@@ -193,6 +216,8 @@ export async function startCluster(options: ClusterOptions): Promise<RunningClus
       const state = states.get(worker.id);
       states.delete(worker.id);
       updateGauge();
+      const counts = state?.lastMetrics;
+      if (counts) retired = retired.then((sum) => cumulativeSum([sum, counts]).catch(() => sum));
       for (const collection of collections.values()) {
         if (collection.pending.delete(worker.id) && collection.pending.size === 0) collection.done(null);
       }

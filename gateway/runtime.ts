@@ -1,4 +1,4 @@
-import { watch, type FSWatcher } from 'node:fs';
+import { realpathSync, watch, type FSWatcher } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { loadConfig, type GatewayConfig, type LoadedConfig } from './config.js';
 import { buildSnapshot } from './snapshot.js';
@@ -51,7 +51,10 @@ function withoutStartFlag(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
 export class RoutingRuntime {
   #snapshot: RoutingSnapshot;
   #loaded: LoadedConfig;
-  #reloading: Promise<ReloadResult> | null = null;
+  #running: Promise<ReloadResult> | null = null;
+  #queued: Promise<ReloadResult> | null = null;
+  /** Whether this process watches its own files (not a cluster worker, whose primary watches). */
+  #watcher = false;
   #stopWatching: (() => void) | null = null;
   #lastReload: ReloadStatus = { ok: true, at: new Date().toISOString(), trigger: 'start', errors: [] };
   /** routing.hard as the file itself last said it, which ENABLE_HARD_ROUTING overrides at start only. */
@@ -100,13 +103,25 @@ export class RoutingRuntime {
   /**
    * Re-reads the config file, rule set and prompts. Only the environment's server settings apply again:
    * ENABLE_HARD_ROUTING won at start, and afterwards the flag follows the file only when the file's own
-   * value changes, so an unrelated edit never undoes an admin toggle. Concurrent calls share one reload.
+   * value changes, so an unrelated edit never undoes an admin toggle. A reload asked for while one runs
+   * runs after it: the running one may have read the files before the change that asked (a reload
+   * takes a good part of a second). Calls while one waits share it.
    */
   reload(trigger = 'api', reach: ReloadReach = 'everywhere'): Promise<ReloadResult> {
-    this.#reloading ??= this.#reload(trigger, reach).finally(() => {
-      this.#reloading = null;
+    if (this.#running === null) return this.#run(trigger, reach);
+    this.#queued ??= this.#running.then(() => {
+      this.#queued = null;
+      return this.#run(trigger, reach);
     });
-    return this.#reloading;
+    return this.#queued;
+  }
+
+  #run(trigger: string, reach: ReloadReach): Promise<ReloadResult> {
+    const running = this.#reload(trigger, reach).finally(() => {
+      this.#running = null;
+    });
+    this.#running = running;
+    return running;
   }
 
   async #reload(trigger: string, reach: ReloadReach): Promise<ReloadResult> {
@@ -120,29 +135,40 @@ export class RoutingRuntime {
       this.#loaded = { ...loaded, config: { ...loaded.config, ...Object.fromEntries(RESTART_ONLY.map((key) => [key, this.#loaded.config[key]])) } };
       this.#snapshot = { ...next, hardRouting };
       this.#fileHard = loaded.config.routing.hard;
-      // The file may name other rules or prompts now, and a folder replaced whole is a new one: the
-      // watch follows the paths as they are, not the files it was first given.
-      if (this.#stopWatching) this.watch();
       if (fileFlagChanged) this.events.flagChanged?.(hardRouting, 'config', reach);
       result = { ok: true, configHash: next.configHash, hardRouting, restartRequired };
     } catch (error) {
       const errors = 'issues' in (error as object) ? [...(error as { issues: readonly string[] }).issues] : [(error as Error).message];
       result = { ok: false, errors };
     }
+    // The file may name other rules or prompts now, or turn the watch off; a folder replaced whole is a
+    // new one, and one that was missing may be back: the watch follows the paths as they are now, after
+    // a failed reload too.
+    if (this.#watcher) this.#rearm();
     this.#lastReload = { ok: result.ok, at: new Date().toISOString(), trigger, errors: result.ok ? [] : result.errors };
     this.events.reloaded?.(result, trigger, reach);
     return result;
   }
 
-  /** Reloads when the config file, the rule set, the wrapper list or any prompt file changes. */
-  watch(debounceMs = this.#loaded.config.reload.debounceMs): void {
-    this.unwatch();
-    this.#stopWatching = watchConfigFiles(this.#loaded, debounceMs, () => void this.reload('watch'));
+  /**
+   * Reloads when the config file, the rule set, the wrapper list or any prompt file changes, while the
+   * configuration's reload.watch is on (a reload that turns it on or off is followed).
+   */
+  watch(): void {
+    this.#watcher = true;
+    this.#rearm();
   }
 
   unwatch(): void {
+    this.#watcher = false;
     this.#stopWatching?.();
     this.#stopWatching = null;
+  }
+
+  #rearm(): void {
+    this.#stopWatching?.();
+    const { watch: on, debounceMs } = this.#loaded.config.reload;
+    this.#stopWatching = on ? watchConfigFiles(this.#loaded, debounceMs, () => void this.reload('watch')) : null;
   }
 }
 
@@ -161,10 +187,15 @@ export function watchConfigFiles(loaded: LoadedConfig, debounceMs: number, chang
     if (name === null) targets.set(dir, null);
     else names?.add(name);
   };
-  add(dirname(loaded.file), basename(loaded.file));
-  add(dirname(loaded.rulesFile), basename(loaded.rulesFile));
-  add(dirname(loaded.wrappersFile), basename(loaded.wrappersFile));
+  for (const file of [loaded.file, loaded.rulesFile, loaded.wrappersFile]) {
+    add(dirname(file), basename(file));
+    // A file that is a symbolic link changes where it points to: that folder is watched too.
+    const target = realTarget(file);
+    if (target !== null) add(dirname(target), basename(target));
+  }
   add(loaded.promptsDir, null);
+  // The prompt folder deleted and made again is a new folder: its parent sees it come back.
+  add(dirname(loaded.promptsDir), basename(loaded.promptsDir));
   for (const [dir, names] of targets) {
     try {
       const watcher = watch(dir, (_event, name) => {
@@ -183,4 +214,14 @@ export function watchConfigFiles(loaded: LoadedConfig, debounceMs: number, chang
     if (timer) clearTimeout(timer);
     timer = null;
   };
+}
+
+/** Where a symbolic link finally points, or null for a plain file or one that cannot be resolved. */
+function realTarget(file: string): string | null {
+  try {
+    const target = realpathSync(file);
+    return target === file ? null : target;
+  } catch {
+    return null;
+  }
 }

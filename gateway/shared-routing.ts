@@ -112,6 +112,7 @@ export class SharedRouting {
 
   /** A flag change of the runtime: shared unless it came from a peer. */
   flagChanged(hardRouting: boolean, source: FlagSource, reach: ReloadReach): void {
+    if (source === 'config') this.#options.primary?.reportFileFlag(hardRouting);
     if (source === 'peer' || source === 'env' || reach === 'here') return;
     // The newest flip is the intent: one Redis missed earlier must not be published after it.
     this.#unpublishedFlag = null;

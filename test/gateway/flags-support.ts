@@ -31,3 +31,13 @@ export async function chat(url: string, headers: Record<string, string> = {}): P
 }
 
 export const hardRoutingOf = async (url: string) => ((await (await fetch(`${url}/healthz`)).json()) as { hardRouting: boolean }).hardRouting;
+
+/** Resolves once `check` is true, polling; throws naming `what` after `timeoutMs`. */
+export async function until(check: () => Promise<boolean>, what: string, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await check()) return;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type RunningGateway } from '../../gateway/app.js';
 import { ROOT } from '../support/config-file.js';
-import { chat, hardRoutingOf, TOKEN, writeFlagsConfig, type FlagsConfigChanges } from './flags-support.js';
+import { chat, hardRoutingOf, TOKEN, until, writeFlagsConfig, type FlagsConfigChanges } from './flags-support.js';
 
 let dir: string;
 let gateway: RunningGateway | null = null;
@@ -23,14 +23,6 @@ async function setHardInFile(file: string, hard: boolean): Promise<void> {
   await writeFile(file, text.replace(/hard: (true|false)/, `hard: ${hard}`));
 }
 
-async function until(check: () => Promise<boolean>, what: string, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 /**
  * Runs `workers` request loops against the gateway while `flip` runs; every request records when it

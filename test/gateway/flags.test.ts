@@ -1,9 +1,10 @@
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type RunningGateway } from '../../gateway/app.js';
-import { ROOT } from '../support/config-file.js';
+import { ROOT, writeTestConfig } from '../support/config-file.js';
 import { chat, hardRoutingOf, TOKEN, writeFlagsConfig, type FlagsConfigChanges } from './flags-support.js';
 
 let dir: string;
@@ -107,6 +108,22 @@ describe('reloads that fail keep the last good configuration', () => {
     expect(result.configHash).not.toBe(before.configHash);
     expect(result.restartRequired).toEqual(['limits']);
   });
+
+  it("a reload's rule set replaces the rule series on /metrics: a new rule at 0, a rule gone without its series", async () => {
+    const rules = JSON.parse(await readFile(join(ROOT, 'config/rules.json'), 'utf8')) as { rules: { id: string }[] };
+    const renamed = rules.rules[0] as { id: string };
+    const oldId = renamed.id;
+    const file = await writeConfig('renamed-rule.yaml', { watch: false });
+    gateway = await startGateway({ configFile: file });
+    expect(await gateway.metricsText()).toContain(`task_router_triggers_total{rule="${oldId}"} 0`);
+    renamed.id = `${oldId}.renamed`;
+    await writeFile(join(dir, 'renamed-rules.json'), JSON.stringify(rules));
+    await writeFile(file, (await readFile(file, 'utf8')).replace(/^rules: .*/m, `rules: ${join(dir, 'renamed-rules.json')}`));
+    expect(await gateway.runtime.reload('api')).toMatchObject({ ok: true });
+    const text = await gateway.metricsText();
+    expect(text).toContain(`task_router_triggers_total{rule="${oldId}.renamed"} 0`);
+    expect(text).not.toContain(`task_router_triggers_total{rule="${oldId}"}`);
+  });
 });
 
 describe('the admin API', () => {
@@ -145,6 +162,24 @@ describe('the admin API', () => {
     const res = await fetch(`${gateway.adminUrl}/admin/flags`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` }, body: '{"hardRouting": false}' });
     expect(res.status).toBe(200);
     expect((await chat(gateway.url)).routing).toBe('soft');
+  });
+
+  it.each(['admin', 'metrics'])('its %s address taken: the start fails, and the gateway port is let go', async (section) => {
+    const taken = net.createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const free = net.createServer();
+    await new Promise<void>((resolve) => free.listen(0, '127.0.0.1', resolve));
+    const port = (free.address() as net.AddressInfo).port;
+    await new Promise((resolve) => free.close(resolve));
+    try {
+      const file = await writeTestConfig(dir, `${section}-taken.yaml`, { server: { port }, [section]: { host: '127.0.0.1', port: (taken.address() as net.AddressInfo).port } });
+      await expect(startGateway({ configFile: file, env: { ADMIN_TOKEN: TOKEN } })).rejects.toThrow(/EADDRINUSE/);
+      // Nothing keeps serving half started: the gateway's own port is free again.
+      await new Promise<void>((resolve, reject) => free.once('error', reject).listen(port, '127.0.0.1', resolve));
+      await new Promise((resolve) => free.close(resolve));
+    } finally {
+      await new Promise((resolve) => taken.close(resolve));
+    }
   });
 });
 

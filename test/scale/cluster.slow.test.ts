@@ -108,6 +108,20 @@ describe('a cluster of two workers', () => {
   });
 
   it('a worker killed is replaced, and counted on the primary', async () => {
+    // The flag the workers hold comes from a file change made after an admin flip: the replacement must
+    // start with it, not with the flip's.
+    const routings = async () => (await Promise.all(Array.from({ length: 10 }, () => request(primary.url, '/v1/chat/completions', { method: 'POST', body: chatBody('fix the failing tests in src/app.ts') })))).map((answer) => answer.headers['x-task-router-routing']);
+    expect((await request(primary.url, '/admin/flags', { method: 'POST', headers: auth, body: '{"hardRouting": false}' })).status).toBe(200);
+    await until('both workers in soft routing', routings, (seen) => seen.every((routing) => routing === 'soft'));
+    const setHard = async (hard: boolean) => writeFile(file, (await readFile(file, 'utf8')).replace(/hard: (true|false)/, `hard: ${hard}`));
+    const reloaded = () => primary.lines().filter((line) => line.msg === 'config reloaded').length;
+    const reloads = reloaded();
+    await setHard(false);
+    await until('both workers reloaded the file', async () => reloaded(), (count) => count >= reloads + 2);
+    await setHard(true);
+    await until('both workers in hard routing, from the file', routings, (seen) => seen.every((routing) => routing === 'hard'));
+    // Counts reported before a worker dies stay in the sums: a sum that went down would read as a reset.
+    const before = parseSamples(await metrics());
     const pids = primary.lines().filter((line) => line.msg === 'worker listening').map((line) => line.pid as number);
     const victim = pids[0] as number;
     process.kill(victim, 'SIGKILL');
@@ -119,6 +133,9 @@ describe('a cluster of two workers', () => {
     expect(outcomes).toContain(200);
     const samples = await until('a replacement worker', async () => parseSamples(await metrics()), (found) => total(found, 'task_router_worker_restarts_total') === 1 && total(found, 'task_router_workers') === 2, 60_000);
     expect(total(samples, 'task_router_worker_restarts_total')).toBe(1);
+    for (const name of ['task_router_decisions_total', 'task_router_upstream_responses_total', 'task_router_request_duration_seconds_count']) {
+      expect(total(samples, name)).toBeGreaterThanOrEqual(total(before, name));
+    }
     expect(primary.lines().some((line) => line.msg === 'worker exited unexpectedly: starting a replacement' && line.signal === 'SIGKILL')).toBe(true);
     // The replacement serves, with the flag the others have.
     expect((await workersSeen(40)).size).toBe(2);
