@@ -1,6 +1,7 @@
 import express, { type Request, type Response, type Router } from 'express';
 import { z } from 'zod';
-import { CHAT_FORMATS, DEFAULT_WRAPPERS, readHumanTurns, routeOf, stripWrappers, type Decision, type Turns } from '../src/index.js';
+import { CHAT_FORMATS, DEFAULT_WRAPPERS, readHumanTurns, routeOf, settleUnsure, stripWrappers, type Turns } from '../src/index.js';
+import { jsonBody } from '../middleware/json-body.js';
 import { jsonKind, ownEndpointErrors, sendRouterError } from '../middleware/errors.js';
 import type { RoutingSnapshot } from '../middleware/task-router.js';
 
@@ -40,7 +41,8 @@ function turnsFrom(body: z.infer<typeof ClassifyBodySchema>, snapshot: RoutingSn
  */
 export function classifyRouter(snapshotOf: () => RoutingSnapshot, counted: (result: ClassifyResult) => void = () => {}, bodyBytes = 10 * 1024 * 1024): Router {
   const router = express.Router();
-  router.post('/router/classify', express.json({ limit: bodyBytes, type: () => true, strict: false }), (req: Request, res: Response) => {
+  // The chat routes' body reader: the same charsets, encodings and limit as the body sent upstream.
+  router.post('/router/classify', jsonBody(bodyBytes), (req: Request, res: Response) => {
     const body: unknown = req.body;
     if (typeof body !== 'object' || body === null || Array.isArray(body)) {
       counted('invalid');
@@ -57,12 +59,13 @@ export function classifyRouter(snapshotOf: () => RoutingSnapshot, counted: (resu
       counted('no_human_text');
       return sendRouterError(res, 422, 'the body has no human text to classify (only tool results, assistant turns, empty text or agent scaffolding); a chat route would forward it with no decision');
     }
-    const decision: Decision = snapshot.classifier.classifyTurns(read.turns);
-    counted(decision.mode === 'ACTION' ? 'action' : 'answer');
-    const hard = snapshot.hardRouting;
-    res.json(Object.assign({}, decision, {
-      route: routeOf(decision, hard),
+    // Settled as a chat route settles it, routing.onUnsure included; a tie-breaker is not called here.
+    const { applied, hard, unsurePolicy } = settleUnsure(snapshot, snapshot.classifier.classifyTurns(read.turns), null);
+    counted(applied.mode === 'ACTION' ? 'action' : 'answer');
+    res.json(Object.assign({}, applied, {
+      route: routeOf(applied, hard),
       routing: hard ? 'hard' : 'soft',
+      unsurePolicy,
       stripped: read.stripped,
       configHash: snapshot.configHash,
     }));

@@ -59,7 +59,12 @@ export const ConfigSchema = z
       .prefault({}),
     upstream: z
       .object({
-        url: z.url({ protocol: /^https?$/, error: 'an http:// or https:// URL' }).nullable().default(null),
+        // A base URL: request paths are joined to it, so a query or fragment would end up inside them.
+        url: z
+          .url({ protocol: /^https?$/, error: 'an http:// or https:// URL' })
+          .refine((url) => !/[?#]/.test(url), 'a base URL without ?query or #fragment: request paths are appended to it (send keys as headers)')
+          .nullable()
+          .default(null),
         timeoutMs: z.number().int().positive().default(120_000),
         maxSockets: z.number().int().positive().default(256),
         /** Longest silence inside a response body (between two bytes) before both sides are closed. */

@@ -262,12 +262,22 @@ export function createUpstreamProxy(options: UpstreamOptions, hooks: UpstreamHoo
         }
         // The upstream's hop-by-hop headers describe its connection to us, not ours to the client (a
         // Trailer on a response Node sends with a length throws); Node frames the client's response
-        // itself. Connection says what the client's own request asked for.
+        // itself. Connection says what the client's own request asked for. Keep-Alive goes back once
+        // http-proxy has copied the headers (it pipes the body next): the agent reads its timeout=N
+        // when the response ends, to stop reusing a socket before the upstream closes it.
+        const keepAlive = proxyRes.headers['keep-alive'];
         dropHopByHop(proxyRes.headers);
+        if (keepAlive !== undefined) {
+          res.once('pipe', () => {
+            proxyRes.headers['keep-alive'] = keepAlive;
+          });
+        }
         proxyRes.headers.connection = res.shouldKeepAlive ? 'keep-alive' : 'close';
         // Decision headers are ours to send (taskRouter set them on the response): an upstream's never
         // reach the client, on any path.
         for (const name of Object.keys(proxyRes.headers)) if (name.startsWith(HEADER_PREFIX)) delete proxyRes.headers[name];
+        // x-correlation-id carries our request id back (an upstream's own x-request-id passes as it is).
+        if ('x-correlation-id' in proxyRes.headers) delete proxyRes.headers['x-correlation-id'];
         safely(() => hooks.response?.(proxyRes.statusCode ?? 0, req));
       });
       proxyServer.on('error', (error, req, res) => {

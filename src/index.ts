@@ -21,7 +21,7 @@ export { DecisionRecordSchema, memoryEntry, type DecisionRecord } from './record
 export { HEADER, HEADER_PREFIX } from './decision-headers.js';
 export { humanTurns, type HumanTurnOptions, type HumanTurns } from './human-turns.js';
 export {
-  classifyRequest, debatesOf, decisionHeaders, jsonBytes, readHumanTurns, routeRequest, sessionReport, softRoutedBody, withTiebreak,
+  classifyRequest, debatesOf, decisionHeaders, jsonBytes, readHumanTurns, routeRequest, sessionReport, settleUnsure, softRoutedBody, withTiebreak,
   type BodyBytes, type ClassifiedRequest, type DebateCarried, type DebateKind, type RouteInputs, type RoutedDecision, type RoutedRequest, type RoutingState,
 } from './route-request.js';
 export { TIEBREAK_RESULTS, UNSURE_POLICIES, type TiebreakResult, type TiebreakVerdict, type Tiebreaker, type UnsurePolicy } from './unsure.js';

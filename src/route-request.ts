@@ -97,12 +97,27 @@ export function classifyRequest(state: RoutingState, format: ChatFormat, body: J
   const classified = state.classifier.classifyTurns(human.turns);
   const forced = override === null ? null : applyOverride(classified, override);
   const task = session === null ? null : taskKeyOf(human.text, state.classifier.cleaned);
-  // An unsure decision under hard routing follows routing.onUnsure; an override or soft routing has already decided.
+  return { format, body, human, classified, forced: override, task, ...settleUnsure(state, classified, forced) };
+}
+
+/** The decision a request is routed with, once an override, the flag and routing.onUnsure have had their say. */
+export interface SettledDecision {
+  readonly applied: Decision;
+  readonly hard: boolean;
+  readonly unsurePolicy: UnsurePolicy | null;
+  readonly wantsTiebreak: boolean;
+}
+
+/**
+ * Settles a classification: an unsure decision under hard routing follows routing.onUnsure (soft
+ * routing, a fixed mode, or soft until a tie-breaker answers); an override or soft routing has already
+ * decided. The chat routes and POST /router/classify both settle here, so they answer alike.
+ */
+export function settleUnsure(state: Pick<RoutingState, 'hardRouting' | 'onUnsure'>, classified: Decision, forced: Decision | null): SettledDecision {
   const unsurePolicy: UnsurePolicy | null = classified.unsure && !forced && state.hardRouting ? (state.onUnsure ?? 'soft') : null;
-  const settled = (applied: Decision, hard: boolean, wantsTiebreak: boolean): ClassifiedRequest => ({ format, body, human, classified, forced: override, unsurePolicy, task, applied, hard, wantsTiebreak });
-  if (unsurePolicy === null) return settled(forced ?? classified, state.hardRouting, false);
-  if (unsurePolicy === 'answer' || unsurePolicy === 'action') return settled(withMode(classified, unsurePolicy === 'answer' ? 'ANSWER' : 'ACTION'), true, false);
-  return settled(classified, false, unsurePolicy === 'tiebreak');
+  if (unsurePolicy === null) return { applied: forced ?? classified, hard: state.hardRouting, unsurePolicy, wantsTiebreak: false };
+  if (unsurePolicy === 'answer' || unsurePolicy === 'action') return { applied: withMode(classified, unsurePolicy === 'answer' ? 'ANSWER' : 'ACTION'), hard: true, unsurePolicy, wantsTiebreak: false };
+  return { applied: classified, hard: false, unsurePolicy, wantsTiebreak: unsurePolicy === 'tiebreak' };
 }
 
 /** A tie-breaker's verdict applied: a mode routes hard, no verdict leaves the request on soft routing. */

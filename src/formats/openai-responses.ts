@@ -1,4 +1,8 @@
-import { composeText, isObject, partsText, stripOwnPrompts, type ChatFormat } from './format.js';
+import { composeText, isObject, partsText, stripOwnPrompts, type ChatFormat, type JsonObject } from './format.js';
+
+/** A message item of `input` with the system or developer role. */
+const isSystemItem = (item: unknown): item is JsonObject =>
+  isObject(item) && (item.role === 'system' || item.role === 'developer') && (item.type === undefined || item.type === 'message');
 
 /** OpenAI responses: `instructions` is the system prompt, `input` a string or a list of items. */
 export const openaiResponses: ChatFormat = {
@@ -18,9 +22,16 @@ export const openaiResponses: ChatFormat = {
     return null;
   },
 
+  // `instructions` and any system or developer message in `input` are the client's system prompt, as
+  // system and developer messages are in chat: all of it goes into `instructions`, by strategy, so
+  // under replace the model sees ours alone.
   withSystemPrompt(body, prompt, strategy, ownPrompts) {
-    const client = typeof body.instructions === 'string' ? stripOwnPrompts(body.instructions, ownPrompts) : '';
-    return { ...body, instructions: composeText(prompt, client, strategy) };
+    const input = Array.isArray(body.input) ? body.input : null;
+    const system = input?.filter(isSystemItem) ?? [];
+    const texts = [typeof body.instructions === 'string' ? body.instructions : '', ...system.map((item) => partsText(item.content, ['input_text', 'text']) ?? '')];
+    const client = texts.map((text) => stripOwnPrompts(text, ownPrompts)).filter((text) => text !== '').join('\n\n');
+    const instructions = composeText(prompt, client, strategy);
+    return system.length === 0 ? { ...body, instructions } : { ...body, instructions, input: input?.filter((item) => !isSystemItem(item)) };
   },
 
   isStream: (body) => body.stream === true,

@@ -49,6 +49,13 @@ describe('request bodies', () => {
     expect(upstream.requests).toHaveLength(1);
   });
 
+  it.each(['application/json', 'text/plain'])('an integer past 2^53 after a byte order mark still goes on as written (%s)', async (type) => {
+    const json = `\uFEFF{"model":"m","seed":12345678901234567891,"messages":[{"role":"user","content":"${ACTION}"}]}`;
+    const response = await rawRequest(gateway.url, postHead(PATH, json).map((line) => (line.startsWith('Content-Type') ? `Content-Type: ${type}` : line)), json);
+    expect(response?.status).toBe(200);
+    expect(upstream.requests[0]?.text).toContain('"seed":12345678901234567891');
+  });
+
   it('a body that arrives in pieces is read whole', async () => {
     const json = JSON.stringify(bodyWithUserText('openai-chat', `${ACTION} ${'é'.repeat(500)}`));
     const bytes = Buffer.from(json);

@@ -57,6 +57,23 @@ describe('POST /router/classify', () => {
     expect(routed.headers.get('x-task-router-step')).toBe(json.step);
   });
 
+  it('settles an unsure decision as the chat route does (routing.onUnsure), and says so', async () => {
+    const candidates = ['tell me about the latest postgres version', 'the build thing from yesterday', 'can you look into the login flow', 'server status', 'what about the invoices'];
+    const text = candidates.find((candidate) => gateway.runtime.snapshot().classifier.classify(candidate).unsure);
+    if (text === undefined) throw new Error('none of the candidate texts is unsure under the shipped weights: add one that is');
+    const { json } = await classify({ text });
+    const routed = await postJson(gateway.url, '/v1/chat/completions', bodyWithUserText('openai-chat', text));
+    await routed.arrayBuffer();
+    expect(json).toMatchObject({ unsure: true, unsurePolicy: 'soft', route: 'soft_router', routing: 'soft' });
+    expect([routed.headers.get('x-task-router-route'), routed.headers.get('x-task-router-routing')]).toEqual([json.route, json.routing]);
+  });
+
+  it('reads a body labelled charset=utf8, as the chat routes do', async () => {
+    const response = await postJson(gateway.url, '/router/classify', { text: 'fix the failing tests in src/app.ts' }, { 'content-type': 'application/json; charset=utf8' });
+    expect(response.status).toBe(200);
+    expect(await response.json()).toMatchObject({ mode: 'ACTION' });
+  });
+
   it('reads the conversation: a follow-up to an offer takes the offer’s route', async () => {
     const { json } = await classify({ messages: [
       { role: 'user', content: 'the staging db is full' },

@@ -264,3 +264,24 @@ describe('GET /healthz', () => {
     }
   });
 });
+
+describe("the upstream's Keep-Alive hint", () => {
+  // Node's agent stops reusing a socket a second before the timeout=N the upstream announces; reused
+  // past it, the upstream's close races the next request, which fails with ECONNRESET (a 502).
+  it.each([
+    ['timeout=1: every request on a new upstream connection', 'timeout=1', 3],
+    ['timeout=5: the connection is reused', 'timeout=5', 1],
+  ])('%s', async (_name, hint, connections) => {
+    upstream.respond(replyJson(200, { ok: true }, { 'keep-alive': hint }));
+    for (let i = 0; i < 3; i += 1) {
+      const response = await postJson(gateway.url, CHAT_PATH['openai-chat'], bodyWithUserText('openai-chat', ACTION));
+      expect(response.status).toBe(200);
+      // Theirs describes their connection to us, never ours to the client.
+      expect(response.headers.get('keep-alive')).not.toBe(hint);
+      await response.arrayBuffer();
+      // The agent takes the socket back once the response has ended.
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(new Set(upstream.requests.map((request) => request.socket)).size).toBe(connections);
+  });
+});

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { RunningGateway } from '../../gateway/app.js';
 import { sanitizeRequestId } from '../../middleware/request-id.js';
 import { DecisionRecordSchema, type DecisionRecord } from '../../src/index.js';
-import { apiReply, closedPort, replyRaw, startFakeUpstream, type FakeUpstream } from '../support/fake-upstream.js';
+import { apiReply, closedPort, replyJson, replyRaw, startFakeUpstream, type FakeUpstream } from '../support/fake-upstream.js';
 import { startConfigured } from '../support/running.js';
 import { anthropicClient, postJson, UUID } from './clients.js';
 
@@ -119,5 +119,12 @@ describe('x-request-id', () => {
     expect(response.headers.get('x-request-id')).toBe('req_upstream_9');
     expect(response.headers.get('x-correlation-id')).toBe('client-7');
     expect(upstream.last().headers['x-request-id']).toBe('client-7');
+  });
+
+  it('an upstream’s own x-correlation-id does not take the place of ours', async () => {
+    upstream.respond(replyJson(200, { ok: true }, { 'x-correlation-id': 'upstream-own' }));
+    const response = await fetch(`${gateway.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-request-id': 'mine' }, body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'what is a mutex?' }] }) });
+    await response.arrayBuffer();
+    expect(response.headers.get('x-correlation-id')).toBe('mine');
   });
 });

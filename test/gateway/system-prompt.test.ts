@@ -174,6 +174,17 @@ describe.each(STRATEGY_LIST)('strategy %s', (strategy) => {
       const seen = await through(strategy, 'openai-responses', { model: 'm', instructions: 'Be terse.', input: ACTION });
       expect(seen.json.instructions).toBe(composed(strategy, prompts().action, 'Be terse.'));
     });
+
+    it('system and developer messages in `input` are the client\'s prompt too: moved into `instructions` by strategy', async () => {
+      const user = { role: 'user', content: [{ type: 'input_text', text: ACTION }] };
+      const seen = await through(strategy, 'openai-responses', {
+        model: 'm',
+        instructions: 'Be terse.',
+        input: [{ role: 'developer', content: 'Dev rule.' }, { type: 'message', role: 'system', content: [{ type: 'input_text', text: 'Sys rule.' }] }, user],
+      });
+      expect(seen.json.instructions).toBe(composed(strategy, prompts().action, 'Be terse.\n\nDev rule.\n\nSys rule.'));
+      expect(seen.json.input).toEqual([user]);
+    });
   });
 });
 

@@ -23,3 +23,13 @@ describe('config/default.yaml and the schema say the same', () => {
     expect(promptsDir).toBe(join(ROOT, 'prompts'));
   });
 });
+
+describe('upstream.url', () => {
+  it('is a base URL: one with a query or fragment is refused, saying why', async () => {
+    for (const url of ['http://127.0.0.1:9/api?key=abc', 'https://example.com/v1#x']) {
+      const error = await loadConfig(DEFAULT_CONFIG_FILE, { UPSTREAM_URL: url }).then(() => null, (caught: unknown) => caught);
+      expect((error as { issues?: string[] } | null)?.issues?.join('\n')).toMatch(/upstream\.url: a base URL without \?query or #fragment/);
+    }
+    expect((await loadConfig(DEFAULT_CONFIG_FILE, { UPSTREAM_URL: 'http://127.0.0.1:9/api/' })).config.upstream.url).toBe('http://127.0.0.1:9/api/');
+  });
+});
