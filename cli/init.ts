@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
 import { DEFAULT_CONFIG_FILE } from '../gateway/config.js';
 
 const HEADER = `# task-router configuration, written by \`task-router init\`. Every setting is shown with its default;
@@ -23,4 +24,12 @@ export function initialConfig(): string {
     })
     .join('\n');
   return `${HEADER}${body}`;
+}
+
+/**
+ * The same configuration as JSON, for a file named *.json (readDataFile reads a file by its
+ * extension). JSON has no comments, so what each setting does is only in the YAML form.
+ */
+export function initialConfigJson(): string {
+  return `${JSON.stringify(parseYaml(initialConfig()), null, 2)}\n`;
 }

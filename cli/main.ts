@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-import { readFile, writeFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { readFile, rm, writeFile } from 'node:fs/promises';
+import { basename, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { parseArgs } from 'node:util';
 import { createClassifier, evaluate, turnsOf, type Classifier, type EngineName, type Turns } from '../src/index.js';
@@ -13,8 +13,8 @@ import { buildSnapshot } from '../gateway/snapshot.js';
 import { loadConfig, redisAddress, workerCount, type LoadedConfig } from '../gateway/config.js';
 import { startCluster } from '../gateway/cluster.js';
 import type { ReloadResult } from '../gateway/runtime.js';
-import { packageRoot, readDataFile } from '../middleware/files.js';
-import { initialConfig } from './init.js';
+import { isYaml, packageRoot, readDataFile } from '../middleware/files.js';
+import { initialConfig, initialConfigJson } from './init.js';
 import { readStdin } from './read.js';
 import { corpusTurns, readCorpus, stripTurns, UsageError } from './corpus.js';
 import { trainCommand } from './train.js';
@@ -26,7 +26,7 @@ const USAGE = `usage:
   task-router check [--config FILE]         validate the configuration, rule set, scorer, prompts and wrapper list
   task-router train [--check]               rebuild the scorer and context weights from data/ (--check: compare with the shipped ones)
   task-router serve [--config FILE] [--workers N|auto]  run the gateway (npm start)
-  task-router init [FILE]                   write a commented configuration to FILE (default task-router.yaml)
+  task-router init [FILE]                   write a commented configuration to FILE (default task-router.yaml; .json: no comments)
   task-router COMMAND --help                that command's own help
   task-router --version                     print the version
 options:
@@ -80,6 +80,7 @@ all. See ENVIRONMENT in task-router --help for the variables it reads.`,
   init: `usage: task-router init [FILE] [--force]
 Writes a commented configuration (every setting with its default and what it does) to FILE, default
 task-router.yaml in the working directory; rules, prompts and wrapper list are left to the shipped ones.
+FILE ends in .yaml or .yml, or in .json for the same settings as JSON (which has no comments).
 Refuses to overwrite an existing file unless --force. Then: task-router serve --config FILE`,
 };
 
@@ -329,19 +330,37 @@ async function packageVersion(): Promise<string> {
   return parsed.success ? parsed.data.version : 'unknown';
 }
 
+/**
+ * The format init writes to `target`, by its extension, as every command reads the file: a name with
+ * none of the known extensions would be read as JSON, so it is refused before anything is written.
+ */
+function initFormat(target: string): 'yaml' | 'json' {
+  if (isYaml(target)) return 'yaml';
+  if (/\.json$/i.test(target)) return 'json';
+  throw new UsageError(`init writes YAML or JSON, chosen by the file name's extension: name the file with .yaml, .yml or .json (e.g. task-router.yaml), got "${basename(target)}"`);
+}
+
 async function initCommand(args: string[], values: { force?: boolean | undefined }): Promise<number> {
   if (args.length > 1) throw new UsageError('init takes at most one file name, e.g. task-router init task-router.yaml');
   const target = resolve(args[0] ?? 'task-router.yaml');
-  const text = initialConfig();
+  const format = initFormat(target);
+  const text = format === 'json' ? initialConfigJson() : initialConfig();
   try {
     await writeFile(target, text, { flag: values.force ? 'w' : 'wx' });
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw new UsageError(`${target} exists; pass --force to overwrite it, or name another file`);
     throw error;
   }
-  // What was written must load: a broken template would only surface at the first serve.
-  await loadConfig(target, {});
-  process.stdout.write(`wrote ${target}\nnext: task-router check --config ${target} && task-router serve --config ${target}\n`);
+  // What was written must load: a broken template would only surface at the first serve. A file that
+  // does not load is removed rather than left for the next command to trip on.
+  try {
+    await loadConfig(target, {});
+  } catch (error) {
+    await rm(target, { force: true });
+    throw error;
+  }
+  const comments = format === 'json' ? ` (JSON has no comments: task-router init ${target.replace(/\.json$/i, '.yaml')} writes the same settings, each with what it does)` : '';
+  process.stdout.write(`wrote ${target}${comments}\nnext: task-router check --config ${target} && task-router serve --config ${target}\n`);
   return 0;
 }
 

@@ -9,7 +9,8 @@ export function packageRoot(): string {
   return basename(parent) === 'dist' ? dirname(parent) : parent;
 }
 
-const isYaml = (path: string) => /\.ya?ml$/i.test(path);
+/** Whether readDataFile reads `path` as YAML (.yaml, .yml); every other name is read as JSON. */
+export const isYaml = (path: string) => /\.ya?ml$/i.test(path);
 
 /** Reads a JSON or YAML file (by extension), with errors that name the file. */
 export async function readDataFile(path: string): Promise<unknown> {

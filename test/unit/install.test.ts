@@ -5,10 +5,11 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
 import { loadConfig } from '../../gateway/config.js';
 import { buildSnapshot } from '../../gateway/snapshot.js';
 import { startGateway } from '../../gateway/app.js';
@@ -77,6 +78,30 @@ describe('task-router init', () => {
     await writeFile(file, 'edited');
     expect(cli(['init', file, '--force']).status).toBe(0);
     expect(await readFile(file, 'utf8')).toBe(text);
+  });
+
+  it('writes a .json name as JSON, the same settings as the YAML form, and says where the comments are', async () => {
+    const yamlFile = join(dir, 'same.yaml');
+    const file = join(dir, 'task-router.json');
+    expect(cli(['init', yamlFile]).status).toBe(0);
+    const run = cli(['init', file]);
+    expect(run.stderr).toBe('');
+    expect(run.status).toBe(0);
+    expect(run.stdout).toMatch(/wrote .*task-router\.json/);
+    expect(run.stdout).toMatch(/no comments.*task-router init .*\.yaml/);
+    const written: unknown = JSON.parse(await readFile(file, 'utf8'));
+    expect(written).toEqual(parseYaml(await readFile(yamlFile, 'utf8')));
+    expect(written).toMatchObject({ rules: null, prompts: null });
+    expect(cli(['check', '--config', file]).status).toBe(0);
+  });
+
+  it('refuses a name that is neither .json nor .yaml/.yml before writing anything', async () => {
+    for (const name of ['task-router', 'task-router.conf']) {
+      const run = cli(['init', name]);
+      expect(run.status).toBe(2);
+      expect(run.stderr).toMatch(/\.yaml, \.yml or \.json/);
+      expect(existsSync(join(dir, name))).toBe(false);
+    }
   });
 
   it('writes task-router.yaml in the working folder by default', async () => {
