@@ -240,9 +240,27 @@ export function offsetMinutes(offset: string): number {
 
 const ENV_BOOLEAN: Readonly<Record<string, boolean>> = { true: true, '1': true, yes: true, on: true, false: false, '0': false, no: false, off: false };
 
+/** What a configuration document is, for the error that asks for a mapping instead. */
+function documentKind(value: unknown): string {
+  if (Array.isArray(value)) return 'a list';
+  if (typeof value === 'string') return `a string, ${JSON.stringify(value.length > 60 ? `${value.slice(0, 60)}…` : value)}`;
+  return `a ${typeof value}, ${String(value)}`;
+}
+
+/**
+ * The settings a configuration document holds: a mapping. An empty file (or one of comments only)
+ * reads as null and means every default, as documented; one value or a list is a mistake (a line
+ * such as "routing.hard=false" is a YAML string), not an empty configuration.
+ */
+function settingsOf(raw: unknown, file: string): Record<string, unknown> {
+  if (raw === null || raw === undefined) return {};
+  if (typeof raw === 'object' && !Array.isArray(raw)) return raw as Record<string, unknown>;
+  throw new ConfigError(file, [`${file} holds ${documentKind(raw)}, where a mapping of settings (key: value lines, e.g. "routing:" then "  hard: false"; in JSON an object, {"routing": {"hard": false}}) is expected`]);
+}
+
 /** Applies the environment variables that win over the file at start. */
-function applyEnv(raw: unknown, env: NodeJS.ProcessEnv, issues: string[]): unknown {
-  const data = (typeof raw === 'object' && raw !== null ? structuredClone(raw) : {}) as Record<string, Record<string, unknown>>;
+function applyEnv(raw: Record<string, unknown>, env: NodeJS.ProcessEnv, issues: string[]): unknown {
+  const data = structuredClone(raw) as Record<string, Record<string, unknown>>;
   const section = (name: string) => (data[name] = typeof data[name] === 'object' && data[name] !== null ? data[name] : {});
   if (env.HOST) section('server').host = env.HOST;
   if (env.PORT) {
@@ -276,12 +294,12 @@ export async function loadConfig(file: string = DEFAULT_CONFIG_FILE, env: NodeJS
   file = resolve(file);
   let raw: unknown;
   try {
-    raw = (await readDataFile(file)) ?? {};
+    raw = await readDataFile(file);
   } catch (error) {
     throw new ConfigError(file, [(error as Error).message]);
   }
   const issues: string[] = [];
-  const parsed = ConfigSchema.safeParse(applyEnv(raw, env, issues));
+  const parsed = ConfigSchema.safeParse(applyEnv(settingsOf(raw, file), env, issues));
   if (!parsed.success) {
     for (const issue of parsed.error.issues) issues.push(`${issue.path.join('.') || '(root)'}: ${issue.message}`);
   }

@@ -57,6 +57,25 @@ describe('a configuration outside the package', () => {
     spawnSync('sh', ['-c', `: > ${file}`]);
     expect(cli(['check', '--config', file]).status).toBe(0);
   });
+
+  it('a file that holds one value or a list is refused, naming the file and asking for a mapping', async () => {
+    const documents: [name: string, text: string, kind: RegExp][] = [
+      ['scalar.yaml', 'routing.hard=false\n', /a string/],
+      ['number.json', '42', /a number/],
+      ['list.yaml', '- routing\n- server\n', /a list/],
+      ['false.json', 'false', /a boolean/],
+    ];
+    for (const [name, text, kind] of documents) {
+      const file = join(dir, name);
+      await writeFile(file, text);
+      const check = cli(['check', '--config', file]);
+      expect(check.status, name).toBe(2);
+      expect(check.stderr, name).toContain(file);
+      expect(check.stderr, name).toMatch(/a mapping of settings \(key: value lines/);
+      expect(check.stderr, name).toMatch(kind);
+      await expect(loadConfig(file, {}), name).rejects.toThrow(/a mapping of settings/);
+    }
+  });
 });
 
 describe('task-router init', () => {
