@@ -1,5 +1,6 @@
 import { readFile, readdir } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
+import { withoutBom } from '../middleware/files.js';
 import { CorpusLineSchema, DEFAULT_WRAPPERS, stripWrappers, turnsOf, type CorpusLine, type Turns, type Wrapper } from '../src/index.js';
 
 /** A command-line mistake: exit 2 with the usage. */
@@ -21,7 +22,7 @@ export async function readCorpus(file: string): Promise<CorpusEntry[]> {
   }
   const entries: CorpusEntry[] = [];
   const problems: string[] = [];
-  text.split('\n').forEach((raw, index) => {
+  withoutBom(text).split('\n').forEach((raw, index) => {
     if (raw.trim() === '') return;
     const line = index + 1;
     let value: unknown;

@@ -13,7 +13,7 @@ import { buildSnapshot } from '../gateway/snapshot.js';
 import { loadConfig, redisAddress, workerCount, type LoadedConfig } from '../gateway/config.js';
 import { startCluster } from '../gateway/cluster.js';
 import type { ReloadResult } from '../gateway/runtime.js';
-import { isYaml, packageRoot, readDataFile } from '../middleware/files.js';
+import { isYaml, packageRoot, readDataFile, withoutBom } from '../middleware/files.js';
 import { initialConfig, initialConfigJson } from './init.js';
 import { readStdin } from './read.js';
 import { corpusTurns, readCorpus, stripTurns, UsageError } from './corpus.js';
@@ -139,7 +139,7 @@ function parseJsonlLine(raw: string, line: number): { id?: unknown; text?: strin
 async function classifyCommand(args: string[], values: { json?: boolean | undefined; jsonl?: boolean | undefined; rules?: string | undefined; engine?: string | undefined; 'rules-only'?: boolean | undefined }): Promise<number> {
   const classifier = await loadClassifier(values);
   if (values.jsonl) {
-    const lines = (await readStdin()).split('\n');
+    const lines = withoutBom(await readStdin()).split('\n');
     let failed = 0;
     lines.forEach((raw, index) => {
       if (raw.trim() === '') return;

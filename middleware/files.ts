@@ -12,6 +12,14 @@ export function packageRoot(): string {
 /** Whether readDataFile reads `path` as YAML (.yaml, .yml); every other name is read as JSON. */
 export const isYaml = (path: string) => /\.ya?ml$/i.test(path);
 
+/**
+ * `text` without the one byte order mark that may start it. Windows editors and PowerShell redirection
+ * write UTF-8 with one; the YAML parser skips it, JSON.parse refuses it as an unexpected character.
+ */
+export function withoutBom(text: string): string {
+  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+}
+
 /** Reads a JSON or YAML file (by extension), with errors that name the file. */
 export async function readDataFile(path: string): Promise<unknown> {
   let text: string;
@@ -21,7 +29,7 @@ export async function readDataFile(path: string): Promise<unknown> {
     throw new Error(`cannot read ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
   }
   try {
-    return isYaml(path) ? parseYaml(text) : JSON.parse(text);
+    return isYaml(path) ? parseYaml(text) : JSON.parse(withoutBom(text));
   } catch (error) {
     throw new Error(`${path} is not valid ${isYaml(path) ? 'YAML' : 'JSON'}: ${(error as Error).message}`);
   }

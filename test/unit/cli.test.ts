@@ -350,3 +350,33 @@ describe('check, usage and errors', () => {
     expect(help.stdout).toMatch(/eval/);
   });
 });
+
+// Windows editors and PowerShell redirection start UTF-8 files with a byte order mark; the YAML reader
+// skips it, and every JSON input must too.
+describe('a UTF-8 byte order mark before JSON', () => {
+  const BOM = '\uFEFF';
+
+  it('in a .json configuration and a rules.json: check passes', () => {
+    const config = cli(['check', '--config', tempFile('bom-config.json', `${BOM}{"routing": {"hard": false}}`)]);
+    expect(config.stderr).toBe('');
+    expect(config.status).toBe(0);
+    const rules = cli(['check', '--rules', tempFile('bom-rules.json', `${BOM}${JSON.stringify(defaultRuleSet)}`)]);
+    expect(rules.stderr).toBe('');
+    expect(rules.status).toBe(0);
+  });
+
+  it('in an eval corpus: its first line is read', () => {
+    const run = cli(['eval', tempFile('bom.jsonl', `${BOM}${jsonl([{ text: 'fix the E2E tests in zbooks repo', expected: 'ACTION', needs_ops: true }])}`), '--json']);
+    expect(run.stderr).toBe('');
+    expect(run.status).toBe(0);
+    expect(JSON.parse(run.stdout)).toMatchObject({ total: 1, accuracy: 1 });
+  });
+
+  it('on the first line of classify --jsonl: read as JSON', () => {
+    const run = cli(['classify', '--jsonl'], `${BOM}{"id": "a", "text": "fix the tests in src/a.ts"}\n{"id": "b", "text": "what is a mutex?"}\n`);
+    expect(run.status, run.stdout).toBe(0);
+    const [first, second] = run.stdout.trim().split('\n').map((line) => JSON.parse(line));
+    expect(first).toMatchObject({ id: 'a', line: 1, mode: 'ACTION' });
+    expect(second).toMatchObject({ id: 'b', line: 2, mode: 'ANSWER' });
+  });
+});
