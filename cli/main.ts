@@ -63,7 +63,8 @@ Explains how one message routes: mode, step, confidence, triggers, score and the
 decision per line; an invalid line prints {"line", "error"} and makes the exit status 1.`,
   eval: `usage: task-router eval FILE.jsonl [--json] [--rules FILE] [--engine NAME] [--rules-only] [--report-only]
 Scores a labelled corpus ({"text"} or {"messages"} with "expected") against the quality gates: accuracy
-above 90%, false positives under 5%, no false negatives. Exit 1 when a gate fails, unless --report-only.`,
+above 90%, false positives under 5%, no false negatives. Exit 1 when a gate fails, unless --report-only;
+exit 2 when the corpus cannot be read, has an invalid line or has no labelled line at all.`,
   check: `usage: task-router check [--config FILE] [--engine NAME]
        task-router check --rules FILE
 Validates the configuration (with the environment applied), rule set, scorer weights, prompts and agent
@@ -169,6 +170,9 @@ async function evalCommand(args: string[], values: { json?: boolean | undefined;
   if (!file || args.length > 1) throw new UsageError('eval takes one corpus file, e.g. task-router eval test/corpus/messages.jsonl');
   const classifier = await loadClassifier(values);
   const corpus = await readCorpus(file);
+  // No lines is no measurement: a gate failed at 0/0 (or passed, with --report-only) would hide a
+  // truncated or misnamed file behind a quality verdict.
+  if (corpus.length === 0) throw new Error(`${file} has no labelled lines (it is empty or blank): a corpus has one JSON line per message, {"text" or "messages", "expected": "ANSWER"|"ACTION"}`);
   const report = evaluate(corpus.map(({ line, entry }) => {
     const turns = corpusTurns(entry);
     if (turns === null) throw new UsageError(`${file}:${line}: no words of the user (a "messages" line needs a user turn with text, and scaffolding alone is not text)`);

@@ -272,6 +272,19 @@ describe('eval', () => {
     expect(run.stdout).toBe('');
   });
 
+  it('an empty or blank-only corpus → exit 2 (bad input, not a failed gate), saying it has no labelled lines', () => {
+    for (const [name, text] of [['empty.jsonl', ''], ['blank.jsonl', '\n\n  \n']] as const) {
+      const file = tempFile(name, text);
+      for (const extra of [[], ['--json'], ['--report-only']]) {
+        const run = cli(['eval', file, ...extra]);
+        expect(run.status, `${name} ${extra.join(' ')}`).toBe(2);
+        expect(run.stderr).toContain(file);
+        expect(run.stderr).toMatch(/no labelled lines/);
+        expect(run.stdout).toBe('');
+      }
+    }
+  });
+
   it('needs exactly one file', () => {
     expect(cli(['eval']).status).toBe(2);
     const file = tempFile('one.jsonl', jsonl(passing));
