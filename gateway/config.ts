@@ -258,22 +258,31 @@ function settingsOf(raw: unknown, file: string): Record<string, unknown> {
   throw new ConfigError(file, [`${file} holds ${documentKind(raw)}, where a mapping of settings (key: value lines, e.g. "routing:" then "  hard: false"; in JSON an object, {"routing": {"hard": false}}) is expected`]);
 }
 
+/**
+ * The number an environment variable holds: decimal digits, blanks around them ignored; null for
+ * anything else. Number() would read a blank value as 0 (PORT=" " from a templated manifest meant a
+ * random port) and accept hex, exponents and fractions ("0x1F90", "1e3").
+ */
+function envDecimal(value: string): number | null {
+  const digits = value.trim();
+  return /^\d{1,15}$/.test(digits) ? Number(digits) : null;
+}
+
 /** Applies the environment variables that win over the file at start. */
 function applyEnv(raw: Record<string, unknown>, env: NodeJS.ProcessEnv, issues: string[]): unknown {
   const data = structuredClone(raw) as Record<string, Record<string, unknown>>;
   const section = (name: string) => (data[name] = typeof data[name] === 'object' && data[name] !== null ? data[name] : {});
   if (env.HOST) section('server').host = env.HOST;
   if (env.PORT) {
-    const port = Number(env.PORT);
-    if (!Number.isInteger(port)) issues.push(`PORT: expected a whole number, got "${env.PORT}"`);
+    const port = envDecimal(env.PORT);
+    if (port === null || port > 65535) issues.push(`PORT: expected a port number from 0 to 65535 in decimal digits, got "${env.PORT}"`);
     else section('server').port = port;
   }
   if (env.UPSTREAM_URL) section('upstream').url = env.UPSTREAM_URL;
   if (env.WORKERS) {
-    const workers = env.WORKERS.trim().toLowerCase();
-    if (workers === 'auto') section('server').workers = 'auto';
-    else if (/^\d+$/.test(workers)) section('server').workers = Number(workers);
-    else issues.push(`WORKERS: expected a whole number of workers or auto, got "${env.WORKERS}"`);
+    const workers = env.WORKERS.trim().toLowerCase() === 'auto' ? 'auto' : envDecimal(env.WORKERS);
+    if (workers === null) issues.push(`WORKERS: expected a whole number of workers or auto, got "${env.WORKERS}"`);
+    else section('server').workers = workers;
   }
   if (env.REDIS_URL) {
     const state = section('state');

@@ -207,6 +207,27 @@ describe('the command line', () => {
     for (const hook of ['preinstall', 'install', 'postinstall']) expect(scripts[hook]).toBeUndefined();
   });
 
+  it('PORT and WORKERS are plain decimal numbers: blank, hex or exponent is refused by name', async () => {
+    const file = join(dir, 'env-numbers.yaml');
+    await writeFile(file, 'server:\n  port: 8080\n');
+    const check = (env: Record<string, string>) => spawnSync(process.execPath, [main, 'check', '--config', file], { cwd: dir, encoding: 'utf8', timeout: 60_000, env: { ...process.env, TASK_ROUTER_CONFIG: '', PORT: '', WORKERS: '', ...env } });
+    for (const value of [' ', '0x1F90', '1e3', '80.0', '-1', '+80', '65536']) {
+      const run = check({ PORT: value });
+      expect(run.status, `PORT="${value}"`).toBe(2);
+      expect(run.stderr, `PORT="${value}"`).toContain(`PORT: expected a port number from 0 to 65535 in decimal digits, got "${value}"`);
+    }
+    for (const value of [' ', '0x2', '2e0']) {
+      const run = check({ WORKERS: value });
+      expect(run.status, `WORKERS="${value}"`).toBe(2);
+      expect(run.stderr, `WORKERS="${value}"`).toContain(`WORKERS: expected a whole number of workers or auto, got "${value}"`);
+    }
+    expect((await loadConfig(file, { PORT: ' 9090 ' })).config.server.port).toBe(9090);
+    expect((await loadConfig(file, { PORT: '0' })).config.server.port).toBe(0);
+    expect((await loadConfig(file, { PORT: '' })).config.server.port).toBe(8080);
+    expect((await loadConfig(file, { WORKERS: ' Auto ' })).config.server.workers).toBe('auto');
+    expect((await loadConfig(file, { WORKERS: ' 3 ' })).config.server.workers).toBe(3);
+  });
+
   it('a bad --port or --upstream is a usage error that says what to give', () => {
     const port = cli(['serve', '--port', 'eighty']);
     expect(port.status).toBe(2);
