@@ -34,6 +34,7 @@ const EXAMPLE = '{"session": "…", "decision": "<x-task-router-decision-id>", "
  */
 const NO_SUCH_TASK = 'no such task: "decision" must be the x-task-router-decision-id of a recent chat request sent with this session\'s header (one of its last sessions.maxDecisionsPerSession, within sessions.ttlSeconds)';
 const NO_SUCH_SESSION = 'no state for this session: it has made no chat request with the session header yet, or it expired';
+const KEY_REUSED = 'this Idempotency-Key was already used for another report of this session (another decision or outcome), which is the one recorded: send each report with a key of its own, and a key again only with the report it was first sent with';
 
 /** What the session's next request will carry, as the client sees it. */
 const nextOf = (pending: PendingDebate | null) => (pending && !pending.delivered ? { verdict: pending.verdict, trigger: pending.trigger, task: pending.task } : null);
@@ -68,13 +69,14 @@ export function outcomesRouter(tracker: SessionTracker, options: OutcomesOptions
       return sendRouterError(res, 400, 'Idempotency-Key must be 1-128 visible ASCII characters (a UUID is a good one)');
     }
     const result = await tracker.report(session, { decision, outcome, error, idempotencyKey });
-    if (!result.ok) return sendRouterError(res, 404, NO_SUCH_TASK);
+    // 422: the body is well formed, but the key is taken by another report; retrying it cannot succeed.
+    if (!result.ok) return result.reason === 'key_reused' ? sendRouterError(res, 422, KEY_REUSED) : sendRouterError(res, 404, NO_SUCH_TASK);
     try {
       if (!result.repeated) options.reported?.(outcome);
     } catch {
       // Observers never fail a request.
     }
-    res.json({ session, task: result.task.key, outcome, failures: result.task.failures, rejections: result.task.rejections, ...(result.repeated ? { repeated: true } : {}), next: nextOf(result.state.pending) });
+    res.json({ session, task: result.task.key, outcome: result.outcome, failures: result.task.failures, rejections: result.task.rejections, ...(result.repeated ? { repeated: true } : {}), next: nextOf(result.state.pending) });
   });
   router.use('/router/outcomes', ownEndpointErrors('outcome reports are small JSON bodies'));
   return router;

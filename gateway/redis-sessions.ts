@@ -10,7 +10,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import { FAILURE_TRIGGERS, FAILURE_VERDICTS, type SessionState } from '../src/index.js';
+import { FAILURE_TRIGGERS, FAILURE_VERDICTS, OUTCOMES, type SessionState } from '../src/index.js';
 import { STAKES } from '../src/decision.js';
 import type { MemorySessionStore, SessionChange, SessionStore } from '../middleware/sessions.js';
 import { luaScript, runScript, type RedisClient, type RedisLink } from './redis-link.js';
@@ -57,7 +57,7 @@ function StoredStateSchema(): z.ZodType {
     })),
     lastTask: z.string().nullable(),
     decisions: z.array(z.tuple([z.string(), z.string()])),
-    reported: z.array(z.string()).optional(),
+    reported: z.array(z.tuple([z.string(), z.string(), z.enum(OUTCOMES)])).optional(),
     pending: z.object({
       verdict: z.enum(FAILURE_VERDICTS),
       trigger: z.enum(FAILURE_TRIGGERS),

@@ -89,7 +89,10 @@ export interface DecisionReport {
   readonly decision: string;
   readonly outcome: Outcome;
   readonly error?: string | undefined;
-  /** The report's Idempotency-Key: the same report sent again is answered without being counted again. */
+  /**
+   * The report's Idempotency-Key: the same report sent again is answered without being counted again;
+   * another report (another decision or outcome) under a key already used is refused (`key_reused`).
+   */
   readonly idempotencyKey?: string | undefined;
 }
 

@@ -50,13 +50,20 @@ export interface SessionState {
   /** Recent decision ids and their task, oldest first; at most `maxDecisions`. */
   readonly decisions: readonly (readonly [decisionId: string, task: string])[];
   /**
-   * Idempotency keys of recent reports, oldest first; at most `maxDecisions`: a report sent again with
-   * its key (a client retrying one whose answer it lost) is not counted again. Absent in older states.
+   * Idempotency keys of recent reports with the report each was first used for, oldest first; at most
+   * `maxDecisions`: a report sent again with its key (a client retrying one whose answer it lost) is not
+   * counted again, and the key sent with another report is refused. Absent in older states.
    */
-  readonly reported?: readonly string[];
+  readonly reported?: readonly ReportedKey[];
   readonly pending: PendingDebate | null;
   readonly updatedAt: number;
 }
+
+/**
+ * An idempotency key and the report it was first used for: the task the report named (its decision id
+ * or task key; the task key it resolved to when it named none) and its outcome.
+ */
+export type ReportedKey = readonly [idempotencyKey: string, task: string, outcome: Outcome];
 
 export interface SessionLimits {
   readonly maxTasks: number;
@@ -87,10 +94,13 @@ export type OutcomeResult =
     readonly state: SessionState;
     readonly task: TaskState;
     readonly verdict: PendingDebate | null;
-    /** The report's idempotency key was seen before: nothing changed. */
+    /** The outcome recorded: the report's, or for a repeated one, what its key was first used for. */
+    readonly outcome: Outcome;
+    /** The report's idempotency key was seen before, with this same report: nothing changed. */
     readonly repeated: boolean;
   }
-  | { readonly ok: false; readonly reason: 'no_task' | 'unknown_task' };
+  /** key_reused: the report's idempotency key was first used for another report (another task or outcome); nothing changed. */
+  | { readonly ok: false; readonly reason: 'no_task' | 'unknown_task' | 'key_reused' };
 
 export function emptySession(now: number): SessionState {
   return { tasks: [], lastTask: null, decisions: [], pending: null, updatedAt: now };
@@ -194,7 +204,9 @@ export function resolveTask(state: SessionState, reference: string | undefined):
 
 /**
  * Applies one reported outcome to the task it names and works out the debate it calls for, if any. A
- * report whose idempotency key the session has seen changes nothing (`repeated`).
+ * report whose idempotency key the session has seen changes nothing: the same report again is
+ * `repeated`; another report under that key is refused (`key_reused`), since answering it as repeated
+ * would tell its sender that an outcome was recorded which was not.
  */
 export function recordOutcome(state: SessionState, report: OutcomeReport, now: number, limits: SessionLimits): OutcomeResult {
   const key = resolveTask(state, report.task);
@@ -202,7 +214,13 @@ export function recordOutcome(state: SessionState, report: OutcomeReport, now: n
   const known = state.tasks.find((task) => task.key === key);
   if (!known) return { ok: false, reason: 'unknown_task' };
   const { idempotencyKey } = report;
-  if (idempotencyKey !== undefined && state.reported?.includes(idempotencyKey)) return { ok: true, state, task: known, verdict: null, repeated: true };
+  const named = report.task ?? key;
+  const first = idempotencyKey === undefined ? undefined : state.reported?.find(([used]) => used === idempotencyKey);
+  if (first) {
+    const [, task, outcome] = first;
+    if (task !== named || outcome !== report.outcome) return { ok: false, reason: 'key_reused' };
+    return { ok: true, state, task: known, verdict: null, outcome, repeated: true };
+  }
 
   let task: TaskState;
   let found: [FailureVerdict, FailureTrigger] | null = null;
@@ -229,8 +247,9 @@ export function recordOutcome(state: SessionState, report: OutcomeReport, now: n
   if (report.outcome === 'success' && pending?.task === key) pending = null;
   // One debate waits at a time; a milder one never displaces a graver one still waiting.
   if (verdict && !(pending && !pending.delivered && SEVERITY[pending.verdict] > SEVERITY[verdict.verdict])) pending = verdict;
-  const reported = idempotencyKey === undefined ? state.reported : [...(state.reported ?? []), idempotencyKey].slice(-Math.max(1, limits.maxDecisions));
-  return { ok: true, state: { ...state, tasks: withTask(state.tasks, task, limits.maxTasks), ...(reported ? { reported } : {}), pending, updatedAt: now }, task, verdict, repeated: false };
+  const used: ReportedKey | undefined = idempotencyKey === undefined ? undefined : [idempotencyKey, named, report.outcome];
+  const reported = used === undefined ? state.reported : [...(state.reported ?? []), used].slice(-Math.max(1, limits.maxDecisions));
+  return { ok: true, state: { ...state, tasks: withTask(state.tasks, task, limits.maxTasks), ...(reported ? { reported } : {}), pending, updatedAt: now }, task, verdict, outcome: report.outcome, repeated: false };
 }
 
 /**

@@ -28,7 +28,7 @@ export { TIEBREAK_RESULTS, UNSURE_POLICIES, type TiebreakResult, type TiebreakVe
 export { DEFAULT_WRAPPERS, readWrappers, stripWrappers, wrapperNames, WrappersError, WrappersSchema, type Stripped, type Wrapper, type WrapperData } from './wrappers.js';
 export {
   emptySession, MAX_ERROR_SIGNATURES, OUTCOMES, recordDecision, recordOutcome, takePending,
-  type Outcome, type OutcomeReport, type OutcomeResult, type PendingDebate, type SessionLimits, type SessionState, type TaskSeen, type TaskState,
+  type Outcome, type OutcomeReport, type OutcomeResult, type PendingDebate, type ReportedKey, type SessionLimits, type SessionState, type TaskSeen, type TaskState,
 } from './failure-debate.js';
 export { debatable, FAILURE_TRIGGERS, FAILURE_VERDICTS, type FailureTrigger, type FailureVerdict } from './failure-policy.js';
 export { errorSignature, normalizeError, taskKeyOf } from './task-keys.js';

@@ -124,6 +124,22 @@ describe('two replicas, one Redis', () => {
     expect((await chat(a.url, session)).get('x-task-router-debate')).toBeNull();
   });
 
+  it('an Idempotency-Key used on A for one report is refused on B for another, and repeated on B for the same', async () => {
+    const session = `reuse-${randomUUID()}`;
+    const decision = decisionOf(await chat(a.url, session));
+    const key = randomUUID();
+    const send = (url: string, outcome: 'failure' | 'success') => fetch(`${url}/router/outcomes`, { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': key }, body: JSON.stringify({ session, decision, outcome }) });
+    const first = await send(a.url, 'failure');
+    expect(first.status).toBe(200);
+    expect(await first.json()).toMatchObject({ outcome: 'failure', failures: 1 });
+    const reused = await send(b.url, 'success');
+    expect(reused.status).toBe(422);
+    expect(JSON.stringify(await reused.json())).toMatch(/Idempotency-Key was already used for another report/);
+    const same = await send(b.url, 'failure');
+    expect(same.status).toBe(200);
+    expect(await same.json()).toMatchObject({ outcome: 'failure', failures: 1, repeated: true });
+  });
+
   it('session keys are namespaced by keyPrefix and expire after sessions.ttlSeconds idle', async () => {
     await chat(a.url, 'ttl-check');
     const key = `${prefix}session:ttl-check`;

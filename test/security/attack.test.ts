@@ -348,6 +348,25 @@ describe('3. outcomes need what the gateway handed the client', () => {
     await expectRouterError(await report(gateway.url, body, { 'idempotency-key': 'has spaces' }), 400);
   });
 
+  it('an Idempotency-Key used again for another report is refused with 422; the first report is what counts', async () => {
+    const gateway = await configured();
+    const decisionOf = (response: Response) => response.headers.get('x-task-router-decision-id') as string;
+    const decision = decisionOf(await chat(gateway.url, 'reuser-1'));
+    const other = decisionOf(await chat(gateway.url, 'reuser-1', 'deploy the api to staging'));
+    const key = { 'idempotency-key': '7d0c5a52-1f2e-4b8a-9c3d-5e6f7a8b9c0d' };
+    const failure = { session: 'reuser-1', decision, outcome: 'failure' };
+    expect(await (await report(gateway.url, failure, key)).json()).toMatchObject({ outcome: 'failure', failures: 1 });
+    for (const another of [{ ...failure, outcome: 'success' }, { ...failure, decision: other }]) {
+      const error = await expectRouterError(await report(gateway.url, another, key), 422);
+      expect(JSON.stringify(error)).toMatch(/Idempotency-Key was already used for another report/);
+    }
+    const same = await report(gateway.url, failure, key);
+    expect(same.status).toBe(200);
+    expect(await same.json()).toMatchObject({ outcome: 'failure', failures: 1, repeated: true });
+    // The refused reports changed nothing: a second failure, under a key of its own, is the task's second.
+    expect(await (await report(gateway.url, failure, { 'idempotency-key': 'another-key' })).json()).toMatchObject({ failures: 2 });
+  });
+
   it('a report without the decision id, with a guessed one, or with the task key is refused; the victim is not debated', async () => {
     const gateway = await configured();
     const victim = await chat(gateway.url, 'victim-7');

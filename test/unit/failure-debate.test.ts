@@ -225,7 +225,19 @@ describe('recordOutcome: the failure-debate rules', () => {
     expect(outcomes(state, { outcome: 'rejected' }, { outcome: 'rejected' }).task.rejections).toBe(2);
     let many = state;
     for (let index = 0; index < LIMITS.maxDecisions + 2; index += 1) many = applied(recordOutcome(many, { outcome: 'success', idempotencyKey: `s${index}` }, T0, LIMITS)).state;
-    expect(many.reported).toEqual(Array.from({ length: LIMITS.maxDecisions }, (_, index) => `s${index + 2}`));
+    expect(many.reported).toEqual(Array.from({ length: LIMITS.maxDecisions }, (_, index) => [`s${index + 2}`, 'a', 'success']));
+  });
+
+  it('a key used again for another report (another outcome, another decision) is refused; the same report is repeated', () => {
+    const state = sessionWith('a', 'b');
+    const [a, b] = [seen('a').decisionId, seen('b').decisionId];
+    const first = applied(recordOutcome(state, { task: a, outcome: 'failure', idempotencyKey: 'k1' }, T0, LIMITS));
+    expect(first).toMatchObject({ repeated: false, outcome: 'failure', task: { key: 'a', failures: 1 } });
+    expect(recordOutcome(first.state, { task: a, outcome: 'success', idempotencyKey: 'k1' }, T0 + 1, LIMITS)).toEqual({ ok: false, reason: 'key_reused' });
+    expect(recordOutcome(first.state, { task: b, outcome: 'failure', idempotencyKey: 'k1' }, T0 + 1, LIMITS)).toEqual({ ok: false, reason: 'key_reused' });
+    const again = applied(recordOutcome(first.state, { task: a, outcome: 'failure', idempotencyKey: 'k1' }, T0 + 2, LIMITS));
+    expect(again).toMatchObject({ repeated: true, outcome: 'failure', task: { key: 'a', failures: 1 } });
+    expect(again.state).toBe(first.state);
   });
 
   it('refuses an unknown task, and a session with no task', () => {
