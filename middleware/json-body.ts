@@ -3,6 +3,7 @@ import express, { type ErrorRequestHandler, type Request, type RequestHandler } 
 import { formatForPath, type BodyBytes } from '../src/index.js';
 import { describeError, sendError } from './errors.js';
 import { holdsInexactNumber, parseKeepingNumbers, type KeptNumbers } from './exact-numbers.js';
+import { withoutBom } from './files.js';
 import { requestSlot } from './request-slot.js';
 
 const rawBodies = requestSlot<Buffer>('task-router.rawBody');
@@ -65,9 +66,6 @@ class BodyReadError extends Error {
   }
 }
 
-/** A UTF-8 byte order mark is no part of the JSON (body-parser skips it too). */
-const withoutByteOrderMark = (text: string): string => (text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
-
 /**
  * The body's declared length when it can be read the short way: uncompressed, not chunked, JSON in
  * UTF-8 (or unlabelled), within the limit, not read yet; else null, and body-parser reads it. Nearly
@@ -110,7 +108,7 @@ function readPlainJson(req: Request, length: number, done: (error?: unknown) => 
     const raw = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, received);
     if (raw.length !== length) return settle(new BodyReadError('request size did not match content length', 'request.size.invalid'));
     rawBodies.set(req, raw);
-    const text = withoutByteOrderMark(raw.toString('utf8'));
+    const text = withoutBom(raw.toString('utf8'));
     try {
       req.body = text.length === 0 ? {} : JSON.parse(text);
     } catch (error) {
@@ -147,7 +145,7 @@ export function jsonBody(limitBytes: number): RequestHandler {
       dropHopByHop(req.headers);
       const raw = rawBodies.get(req);
       if (raw !== undefined && holdsInexactNumber(req.body)) {
-        const kept = parseKeepingNumbers(withoutByteOrderMark(raw.toString('utf8')));
+        const kept = parseKeepingNumbers(withoutBom(raw.toString('utf8')));
         if (kept !== null) {
           req.body = kept.body;
           keptNumbers.set(req, kept);
