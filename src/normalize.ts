@@ -104,14 +104,16 @@ export function joinCleaned(text: string): string {
   return joinSpacedLetters(text).replace(SPACE_RUN, ' ').trim();
 }
 
-const SPACED_LETTERS = /(?:^|\s)\p{L}[^\S\n]\p{L}[^\S\n]\p{L}(?:\s|$)/u;
+const SPACED_LETTERS = /(?:^|\s)\p{L}[^\S\n]+\p{L}[^\S\n]+\p{L}(?:\s|$)/u;
 /** Fewest single letters in a row that read as a spaced-out word rather than initials or a list. */
 const MIN_SPACED_LETTERS = 4;
 
 /**
- * `p u s h  t o  m a i n` → `push to main`: in a run of single letters each followed by one space,
- * the letters are one word and a wider gap separates words. Shorter runs (`a b c`, `x y`) stay as
- * they are. Linear: one pass over the space-separated pieces.
+ * `p u s h  t o  m a i n` → `push to main`: in a run of single letters, those one space apart are one
+ * word and a wider gap separates words. Shorter runs (`a b c`, `x y`) stay as they are. A run is read
+ * across gaps of any width, and single letters it would leave standing in a row are one word too
+ * (`a  b  c  d` → `abcd`): once white space is folded they would be such a run, and reading the text
+ * again must not change it. Linear: one pass over the space-separated pieces.
  */
 function joinSpacedLetters(text: string): string {
   if (!SPACED_LETTERS.test(text)) return text;
@@ -121,18 +123,9 @@ function joinSpacedLetters(text: string): string {
   let index = 0;
   while (index < pieces.length) {
     let end = index;
-    let letters = 0;
-    while (isSingleLetter(pieces[end] ?? '')) {
-      letters += 1;
-      const gap = pieces[end + 1];
-      if (gap === undefined || gap.length > 2 || !isSingleLetter(pieces[end + 2] ?? '')) break;
-      end += 2;
-    }
-    if (letters >= MIN_SPACED_LETTERS) {
-      for (let at = index; at <= end; at += 2) {
-        out.push(pieces[at] ?? '');
-        if (at < end) out.push(pieces[at + 1] === ' ' ? '' : ' ');
-      }
+    while (isSingleLetter(pieces[end] ?? '') && pieces[end + 1] !== undefined && isSingleLetter(pieces[end + 2] ?? '')) end += 2;
+    if (isSingleLetter(pieces[index] ?? '') && (end - index) / 2 + 1 >= MIN_SPACED_LETTERS) {
+      out.push(spacedWords(pieces.slice(index, end + 1)));
       index = end + 1;
     } else {
       out.push(pieces[index] ?? '');
@@ -140,6 +133,36 @@ function joinSpacedLetters(text: string): string {
     }
   }
   return out.join('');
+}
+
+/** A run of single letters and the gaps between them (letter, gap, letter, …) as the words it spells. */
+function spacedWords(run: readonly string[]): string {
+  const words: string[] = [];
+  let word = run[0] ?? '';
+  for (let at = 1; at < run.length; at += 2) {
+    if (run[at] === ' ') word += run[at + 1] ?? '';
+    else {
+      words.push(word);
+      word = run[at + 1] ?? '';
+    }
+  }
+  words.push(word);
+  const spelled: string[] = [];
+  let singles: string[] = [];
+  const flush = () => {
+    if (singles.length >= MIN_SPACED_LETTERS) spelled.push(singles.join(''));
+    else spelled.push(...singles);
+    singles = [];
+  };
+  for (const each of words) {
+    if (isSingleLetter(each)) singles.push(each);
+    else {
+      flush();
+      spelled.push(each);
+    }
+  }
+  flush();
+  return spelled.join(' ');
 }
 
 const SINGLE_LETTER = /^\p{L}$/u;

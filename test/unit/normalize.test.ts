@@ -291,6 +291,19 @@ describe('cleanText: letters spaced out read as words', () => {
   it.each(['plan a b c', 'x y z', 'options a, b, c and d', 'i am a b', 'rows a b c\nd e f'])('short runs and lists stay as they are: %j', (input) => {
     expect(cleanText(input)).toBe(input);
   });
+
+  // Found by the idempotency property below: single letters left standing with wide gaps between them
+  // became, once the white space was folded, a run the next reading joined.
+  it.each([
+    ['a  b  c  d', 'abcd'],
+    ['x   y   z   w', 'xyzw'],
+    ['p u s h     t o', 'push to'],
+    ['push a  b  c  d it', 'push abcd it'],
+    ['\u2ef3\t\u00c0  \u4e00\t\u00c0', '\u9f9fa\u4e00a'],
+  ])('single letters wide apart: %j → %j, which reads the same again', (input, expected) => {
+    expect(cleanText(input)).toBe(expected);
+    expect(cleanText(expected)).toBe(expected);
+  });
 });
 
 describe('normalizeText: properties', () => {
