@@ -3,7 +3,7 @@ import { requestIdOf } from '../middleware/request-id.js';
 import { join } from 'node:path';
 import type { Request, Response } from 'express';
 import type { Logger } from 'pino';
-import { formatForPath, memoryEntry, previewOf, redactSecrets, type DecisionRecord, type Outcome } from '../src/index.js';
+import { formatForPath, memoryEntry, previewOf, redactSecrets, shownText, type DecisionRecord, type Outcome } from '../src/index.js';
 import { DailyFiles, timePartsAt } from './daily-files.js';
 import type { ClassifyResult } from './classify-endpoint.js';
 import type { Metrics } from './metrics.js';
@@ -37,10 +37,6 @@ export interface GatewayHooks extends RoutingHooks, UpstreamHooks {
 export { requestIdOf } from '../middleware/request-id.js';
 
 /** A trigger's matched text for the memory log: redacted and short (a URL can carry a token). */
-const shownMatch = (match: string) => {
-  const clean = redactSecrets(match).replace(/\s+/g, ' ');
-  return clean.length > 40 ? `${clean.slice(0, 39)}…` : clean;
-};
 
 /** Decisions waiting for their log lines; past this, lines are dropped and counted (queue_full), as when the file queue is full. */
 const MAX_PENDING_RECORDS = 10_000;
@@ -108,7 +104,9 @@ export function observe(metrics: Metrics, logging: LoggingOptions, log: Logger, 
         const { iso, day, clock } = timePartsOf(at);
         const record = decisionRecord(decision, iso, logging.preview);
         decisionFiles?.append(day, `${JSON.stringify(record)}\n`);
-        memoryFiles?.append(day, memoryEntry(record, clock, decision.triggers.map((trigger) => shownMatch(trigger.match))));
+        // Without previews no message text is written: a trigger is shown by its rule's id.
+        const shown = decision.triggers.map((trigger) => (logging.preview ? shownText(trigger.match) : trigger.rule));
+        memoryFiles?.append(day, memoryEntry(record, clock, shown));
       } catch (error) {
         log.warn({ requestId: decision.requestId, err: (error as Error).message }, 'decision record not written');
       }

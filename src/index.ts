@@ -16,7 +16,7 @@ export { compileRuleSet, RuleSetError, RuleSetSchema, type CompiledRuleSet, type
 export { corpusText, CorpusLineSchema, evaluate, GATES, type CorpusLine, type EvalReport, type Miss } from './evaluate.js';
 export { PROMPT_FILES, ROUTES, routeOf, type PromptSet, type Route } from './route.js';
 export { CHAT_FORMATS, FORMATS, formatForPath, STRATEGIES, type ChatFormat, type FormatName, type JsonObject, type Strategy } from './formats/index.js';
-export { previewOf, redactSecrets } from './redact.js';
+export { previewOf, redactSecrets, shownText } from './redact.js';
 export { DecisionRecordSchema, memoryEntry, type DecisionRecord } from './records.js';
 export { HEADER, HEADER_PREFIX } from './decision-headers.js';
 export { humanTurns, type HumanTurnOptions, type HumanTurns } from './human-turns.js';

@@ -255,11 +255,24 @@ describe('decision records and the memory log after a bounded load', () => {
     const logDir = join(dir, 'no-preview-logs');
     gateway = await startGateway({ configFile: await config('no-preview.yaml', { logging: { preview: false } }), env: { LOG_DIR: logDir } });
     await chat(gateway.url, 'refactor the zanzibarquux module');
+    // A trigger whose matched text is the message's own words (a URL): shown by its rule's id instead.
+    await chat(gateway.url, 'download https://intranet.zanzibarquux.example/hr/leave.pdf for me');
     await gateway.flushLogs();
     const written = await Promise.all((await filesUnder(logDir)).map((file) => readFile(file, 'utf8')));
     expect(written.length).toBe(2);
-    for (const text of written) expect(text).not.toMatch(/zanzibarquux|refactor the/);
+    for (const text of written) expect(text).not.toMatch(/zanzibarquux|refactor the|leave\.pdf/);
     expect(written.join('')).toMatch(/"preview":null/);
+    expect(written.join('')).toMatch(/Triggers: \[[a-z_]+\.[a-z_.]+/);
+  });
+
+  it('no control or format character of a message reaches the memory log (terminal escapes, bidi overrides)', async () => {
+    const logDir = join(dir, 'escape-logs');
+    gateway = await startGateway({ configFile: await config('escapes.yaml'), env: { LOG_DIR: logDir } });
+    await chat(gateway.url, 'fix the failing test in src/\u001b]0;pwned\u0007app.ts and src/a\b\b\bevil\u202e.ts please \u001b[31mnow\u009b');
+    await gateway.flushLogs();
+    const memory = (await Promise.all((await filesUnder(join(logDir, 'memory'))).map((file) => readFile(file, 'utf8')))).join('');
+    expect(memory).toContain('Triggers: [');
+    expect(memory).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/);
   });
 });
 
