@@ -7,6 +7,8 @@ import { withoutBom } from './files.js';
 import { requestSlot } from './request-slot.js';
 
 const rawBodies = requestSlot<Buffer>('task-router.rawBody');
+/** The value jsonBody parsed into req.body: while req.body is still it, the client's bytes say it. */
+const parsedBodies = requestSlot<{ readonly body: unknown }>('task-router.parsedBody');
 const keptNumbers = requestSlot<KeptNumbers>('task-router.keptNumbers');
 
 /** Writes the numbers JSON.parse could not read exactly back into a body serialised from req.body. */
@@ -14,14 +16,19 @@ export function withExactNumbers(req: Request, bytes: BodyBytes): BodyBytes {
   return keptNumbers.get(req)?.restore(bytes) ?? bytes;
 }
 
-/** The body bytes as the client sent them (decoded), for forwarding a body we did not change. */
+/**
+ * The body bytes as the client sent them (decoded), for forwarding a body nothing changed; undefined
+ * once req.body is another value than the one parsed from them (a later middleware replaced it).
+ */
 export function rawBodyOf(req: Request): Buffer | undefined {
-  return rawBodies.get(req);
+  const raw = rawBodies.get(req);
+  return raw !== undefined && parsedBodies.get(req)?.body === req.body ? raw : undefined;
 }
 
 /** Forgets a request's raw body bytes (see releaseBody). */
 export function forgetRawBody(req: Request): void {
   rawBodies.set(req, undefined);
+  parsedBodies.set(req, undefined);
   keptNumbers.set(req, undefined);
 }
 
@@ -151,6 +158,7 @@ export function jsonBody(limitBytes: number): RequestHandler {
           keptNumbers.set(req, kept);
         }
       }
+      if (raw !== undefined) parsedBodies.set(req, { body: req.body });
       next();
     };
     const length = plainJsonLength(req, limitBytes);

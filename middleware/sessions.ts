@@ -97,7 +97,7 @@ export interface DecisionReport {
 }
 
 export interface SessionSettings extends SessionLimits {
-  /** The request header that names the session, lower case. */
+  /** The request header that names the session (any case: Node gives header names in lower case). */
   readonly header: string;
 }
 
@@ -133,8 +133,9 @@ export class SessionTracker {
     this.#now = now;
   }
 
+  /** The session header's name as Node reads request headers: in lower case. */
   get header(): string {
-    return this.settings.header;
+    return this.settings.header.toLowerCase();
   }
 
   /**

@@ -6,7 +6,7 @@
  */
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
-import express, { type Express } from 'express';
+import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import { createProxyMiddleware } from 'http-proxy-middleware';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { bodyErrors, jsonBody, loadPrompts, restreamBody, taskRouter, type RoutingHooks } from '../../middleware/index.js';
@@ -76,6 +76,25 @@ describe('the recommended wiring: jsonBody, bodyErrors, taskRouter, proxy with r
     const skipped = await within(postJson(url, '/v1/chat/completions', raw));
     await skipped.arrayBuffer();
     expect(upstream.last().text).toBe(raw);
+  });
+
+  it.each([
+    ['a routed chat body', '/v1/chat/completions', { model: 'm', user: 'alice@example.com', messages: [{ role: 'user', content: 'fix the failing tests in src/app.ts' }] }],
+    ['a chat body with no human turn', '/v1/chat/completions', { model: 'm', user: 'alice@example.com', messages: [{ role: 'assistant', content: 'hi' }] }],
+    ['a body on another path', '/v1/embeddings', { model: 'e', user: 'alice@example.com', input: 'hello' }],
+  ])('%s the app replaces after taskRouter goes upstream as the app left it', async (_name, path, body) => {
+    const app = express();
+    app.use('/v1', jsonBody(1024 * 1024), bodyErrors, taskRouter({ prompts }), (req: Request, _res: Response, next: NextFunction) => {
+      const { user: _dropped, ...rest } = req.body as Record<string, unknown>;
+      req.body = { ...rest, max_tokens: 100 };
+      next();
+    });
+    app.use(proxy());
+    const url = await listen(app);
+    const answer = await within(postJson(url, path, body));
+    await answer.arrayBuffer();
+    expect(upstream.last().json).not.toHaveProperty('user');
+    expect(upstream.last().json.max_tokens).toBe(100);
   });
 });
 

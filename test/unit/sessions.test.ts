@@ -141,6 +141,27 @@ describe('taskRouter with sessions', () => {
       server.close();
     }
   });
+
+  it('reads a session header named in any case', async () => {
+    const store = new MemorySessionStore({ maxSessions: 10, ttlMs: 60_000 });
+    const app = express();
+    app.use(jsonBody(1 << 20), taskRouter({ prompts: await loadPrompts(), sessions: new SessionTracker({ ...SETTINGS, header: 'X-Session-Id' }, store) }), (_req, res) => {
+      res.json({ task: (res.locals.taskRouter as RoutedDecision).task });
+    });
+    const server = app.listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    try {
+      const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'X-Session-Id': 's1' },
+        body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'fix the bug in src/a.ts' }] }),
+      });
+      expect(await res.json()).toEqual({ task: taskKeyOf('fix the bug in src/a.ts') });
+      expect(store.size).toBe(1);
+    } finally {
+      server.close();
+    }
+  });
 });
 
 describe('the debate prompts', () => {
