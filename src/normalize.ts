@@ -9,6 +9,13 @@
 // controls, tag characters: all of category Cf), every combining mark (M) and the Hangul fillers that
 // render as nothing.
 const INVISIBLE_OR_MARK = /[\p{Cf}\p{M}\u115f\u1160\u3164\uffa0]/gu;
+/**
+ * A run of combining marks longer than any script writes: String.prototype.normalize puts a run in
+ * canonical order in time quadratic in its length (a 256 KB message of marks took 35 s). Every mark is
+ * removed after normalising, so dropping a run's marks past the eighth first changes nothing else.
+ * One mark at a time, behind a lookbehind: a quantifier over a run of millions overflows V8's stack.
+ */
+const LONG_MARK_RUN = /(?<=\p{M}{8})\p{M}/gu;
 // Runs of two or more, and single white space other than a plain space: a lone space stays as it is,
 // so prose is not rewritten character by character.
 const SPACE_RUN = /[^\S\n]{2,}|[^\S\n ]/g;
@@ -63,6 +70,7 @@ export function cleanCharacters(text: string): string {
   // it is: lower case and plain line breaks are all there is to do.
   if (!NON_ASCII.test(text)) return plainLineBreaks(text.toLowerCase());
   const cleaned = text
+    .replace(LONG_MARK_RUN, '')
     .normalize('NFKC')
     .toLowerCase()
     .normalize('NFD')

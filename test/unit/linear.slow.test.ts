@@ -25,6 +25,8 @@ const ADVERSARIAL: [string, (length: number) => string][] = [
   ['a zero-width flood', (n) => fill('\u200b', n)],
   ['zero-width characters inside a word, repeated', (n) => fill('f\u200bi\u200dx\u2060 ', n)],
   ['a combining-mark flood on one letter', (n) => `f${fill('\u0301', n - 3)}ix`],
+  // Marks of two canonical classes alternating: put in canonical order, quadratic in the run's length.
+  ['a flood of marks of two classes on one letter', (n) => `f${fill('\u0301\u0316', n - 3)}ix`],
   ['combining marks on every letter', (n) => fill('f\u0338i\u0338x\u0338 ', n)],
   ['a deep path a/a/a/…', (n) => fill('a/', n)],
   ['a deep relative path ./a/a/…', (n) => `./${fill('a/', n - 2)}`],

@@ -306,6 +306,13 @@ describe('cleanText: letters spaced out read as words', () => {
   });
 });
 
+describe('cleanText: long runs of combining marks', () => {
+  it('reads a letter under any number of marks as the letter, whatever their classes and order', () => {
+    expect(cleanText(`f${'\u0301\u0316'.repeat(50_000)}ix it`)).toBe('fix it');
+    expect(cleanText(`\u00e9${'\u0345\u0334\u05b0'.repeat(1000)}t\u00e9`)).toBe('ete');
+  });
+});
+
 describe('normalizeText: properties', () => {
   const arbitraryText = fc.string({
     unit: fc.oneof(
