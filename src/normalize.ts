@@ -117,11 +117,12 @@ const SPACED_LETTERS = /(?:^|\s)\p{L}[^\S\n]+\p{L}[^\S\n]+\p{L}(?:\s|$)/u;
 const MIN_SPACED_LETTERS = 4;
 
 /**
- * `p u s h  t o  m a i n` → `push to main`: in a run of single letters, those one space apart are one
- * word and a wider gap separates words. Shorter runs (`a b c`, `x y`) stay as they are. A run is read
- * across gaps of any width, and single letters it would leave standing in a row are one word too
- * (`a  b  c  d` → `abcd`): once white space is folded they would be such a run, and reading the text
- * again must not change it. Linear: one pass over the space-separated pieces.
+ * `p u s h  t o  m a i n` → `push to main`: in a run of single letters, those one white-space character
+ * apart are one word and a wider gap separates words. Punctuation may open the run's first letter and
+ * close its last (`(r e s t a r t)`, `d o  i t!`). Shorter runs (`a b c`, `x y`) stay as they are. A
+ * run is read across gaps of any width, and single letters it would leave standing in a row are one
+ * word too (`a  b  c  d` → `abcd`): once white space is folded they would be such a run, and reading
+ * the text again must not change it. Linear: one pass over the space-separated pieces.
  */
 function joinSpacedLetters(text: string): string {
   if (!SPACED_LETTERS.test(text)) return text;
@@ -131,8 +132,11 @@ function joinSpacedLetters(text: string): string {
   let index = 0;
   while (index < pieces.length) {
     let end = index;
-    while (isSingleLetter(pieces[end] ?? '') && pieces[end + 1] !== undefined && isSingleLetter(pieces[end + 2] ?? '')) end += 2;
-    if (isSingleLetter(pieces[index] ?? '') && (end - index) / 2 + 1 >= MIN_SPACED_LETTERS) {
+    if (opensRun(pieces[index] ?? '')) {
+      while (pieces[end + 1] !== undefined && isSingleLetter(pieces[end + 2] ?? '')) end += 2;
+      if (pieces[end + 1] !== undefined && CLOSING_LETTER.test(pieces[end + 2] ?? '')) end += 2;
+    }
+    if (end > index && (end - index) / 2 + 1 >= MIN_SPACED_LETTERS) {
       out.push(spacedWords(pieces.slice(index, end + 1)));
       index = end + 1;
     } else {
@@ -148,7 +152,7 @@ function spacedWords(run: readonly string[]): string {
   const words: string[] = [];
   let word = run[0] ?? '';
   for (let at = 1; at < run.length; at += 2) {
-    if (run[at] === ' ') word += run[at + 1] ?? '';
+    if ((run[at] ?? '').length === 1) word += run[at + 1] ?? '';
     else {
       words.push(word);
       word = run[at + 1] ?? '';
@@ -163,7 +167,7 @@ function spacedWords(run: readonly string[]): string {
     singles = [];
   };
   for (const each of words) {
-    if (isSingleLetter(each)) singles.push(each);
+    if (isSingleLetter(each) || OPENING_LETTER.test(each) || CLOSING_LETTER.test(each)) singles.push(each);
     else {
       flush();
       spelled.push(each);
@@ -172,6 +176,11 @@ function spacedWords(run: readonly string[]): string {
   flush();
   return spelled.join(' ');
 }
+
+/** A run's first letter may come after punctuation, its last before it: `(r`, `t!`. */
+const OPENING_LETTER = /^\p{P}{1,3}\p{L}$/u;
+const CLOSING_LETTER = /^\p{L}\p{P}{1,3}$/u;
+const opensRun = (piece: string): boolean => isSingleLetter(piece) || OPENING_LETTER.test(piece);
 
 const SINGLE_LETTER = /^\p{L}$/u;
 const isSingleLetter = (piece: string): boolean => piece.length <= 2 && SINGLE_LETTER.test(piece);

@@ -288,7 +288,17 @@ describe('cleanText: letters spaced out read as words', () => {
     expect(cleanText(input)).toBe(expected);
   });
 
-  it.each(['plan a b c', 'x y z', 'options a, b, c and d', 'i am a b', 'rows a b c\nd e f'])('short runs and lists stay as they are: %j', (input) => {
+  it.each([
+    ['g o  a h e a d!', 'go ahead!'],
+    ['(r e s t a r t  n g i n x)', '(restart nginx)'],
+    ['p u s h  t o  m a i n.', 'push to main.'],
+    ['p\tu\ts\th  t\to  m\ta\ti\tn', 'push to main'],
+    ['d\u1680e\u1680l\u1680e\u1680t\u1680e  it', 'delete it'],
+  ])('punctuation at its ends, or one white-space character of any kind between its letters: %j → %j', (input, expected) => {
+    expect(cleanText(input)).toBe(expected);
+  });
+
+  it.each(['plan a b c', 'x y z', 'options a, b, c and d', 'i am a b', 'rows a b c\nd e f', 'x, y, z, w', 'a. b. c. d.'])('short runs and lists stay as they are: %j', (input) => {
     expect(cleanText(input)).toBe(input);
   });
 
@@ -299,7 +309,7 @@ describe('cleanText: letters spaced out read as words', () => {
     ['x   y   z   w', 'xyzw'],
     ['p u s h     t o', 'push to'],
     ['push a  b  c  d it', 'push abcd it'],
-    ['\u2ef3\t\u00c0  \u4e00\t\u00c0', '\u9f9fa\u4e00a'],
+    ['\u2ef3\t\u00c0  \u4e00\t\u00c0', '\u9f9fa \u4e00a'],
   ])('single letters wide apart: %j → %j, which reads the same again', (input, expected) => {
     expect(cleanText(input)).toBe(expected);
     expect(cleanText(expected)).toBe(expected);
