@@ -47,9 +47,10 @@ const RAW_READ_FACTOR = 8;
 /** Raw characters cleaned in the first piece at each end; each further piece doubles. */
 const FIRST_PIECE = 1024;
 
-/** A raw cut point that does not split a surrogate pair. */
+/** A raw cut point that splits neither a surrogate pair nor a CRLF (cleaned apart, it would be two line breaks). */
 function safeCut(text: string, at: number): number {
-  return isLowSurrogate(text.charCodeAt(at)) ? at - 1 : at;
+  const code = text.charCodeAt(at);
+  return isLowSurrogate(code) || (code === 10 && text.charCodeAt(at - 1) === 13) ? at - 1 : at;
 }
 
 /**

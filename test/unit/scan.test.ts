@@ -199,6 +199,15 @@ describe('scanBudget option', () => {
 describe('readWindow: the budget applies to the normalised text', () => {
   const read = (text: string, budget = DEFAULT_SCAN_BUDGET) => readWindow(text, budget, cleanCharacters, joinCleaned);
 
+  it('a CRLF where a piece is cut reads as the one line break it is', () => {
+    // The first piece is 1,024 raw characters: the \r at 1,023, the \n at 1,024.
+    const lines = (end: string) => `${'word '.repeat(204)}abc${end}next line${end}${'more '.repeat(400)}`;
+    const crlf = lines('\r\n');
+    expect(crlf.indexOf('\r\n')).toBe(1023);
+    expect(read(crlf).text).toBe(read(lines('\n')).text);
+    expect(read(crlf, 1024).text).toBe(read(lines('\n'), 1024).text);
+  });
+
   it('a character that expands under NFKC cannot multiply the budget', () => {
     // U+FDFA is one character and eighteen letters after NFKC.
     for (const text of ['\ufdfa'.repeat(DEFAULT_SCAN_BUDGET), ` \ufdfa`.repeat(DEFAULT_SCAN_BUDGET), '\ufdfa'.repeat(1 << 20)]) {
