@@ -4,9 +4,10 @@
  * bodies alike: the client cannot tell which path its body took.
  */
 import { gzipSync } from 'node:zlib';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { apiReply, startFakeUpstream, startGatewayForTest, type FakeUpstream, type TestGateway } from '../support/fake-upstream.js';
+import { beforeEach, describe, expect, it } from 'vitest';
+import type { FakeUpstream, TestGateway } from '../support/fake-upstream.js';
 import { postHead, rawExchange, rawRequest } from '../support/raw-http.js';
+import { gatewayAndUpstream } from '../support/suite.js';
 import { bodyWithUserText, CHAT_PATH, postJson } from './clients.js';
 
 const ACTION = 'fix the failing test in src/app.ts';
@@ -15,14 +16,7 @@ const PATH = CHAT_PATH['openai-chat'];
 describe('request bodies', () => {
   let upstream: FakeUpstream;
   let gateway: TestGateway;
-  beforeAll(async () => {
-    upstream = await startFakeUpstream(apiReply('ok'));
-    gateway = await startGatewayForTest({ upstreamUrl: upstream.url, overrides: { bodyBytes: 4096 } });
-  });
-  afterAll(async () => {
-    await gateway?.close();
-    await upstream?.close();
-  });
+  gatewayAndUpstream((made) => ({ upstream, gateway } = made));
   beforeEach(() => upstream.reset());
 
   it.each([
