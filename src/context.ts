@@ -344,13 +344,16 @@ const DETAIL_WORDS = 16;
 const QUESTION_START = /[.!?\n。！？]/u;
 const HANGUL = /\p{Script=Hangul}/u;
 
+/** What may close a question without being part of it: emphasis, quotes, brackets, emoji, white space. */
+const TRAILING_DECORATION = /[\s*_~`"')\]»\p{Extended_Pictographic}\u200d\ufe0f]+$/u;
+
 /**
  * Whether an assistant turn (cleaned) closes on a question for a detail: its last sentence ends in a
  * question mark and holds one of `cues.clarify` and none of `cues.clarifyNot`, as whole words (anywhere
  * in scripts without spaces; at a word's start in Korean).
  */
 function asksForDetail(assistant: string, cues: ContextCues): boolean {
-  const text = assistant.trimEnd();
+  const text = assistant.replace(TRAILING_DECORATION, '');
   if (cues.clarify.length === 0 || !(text.endsWith('?') || text.endsWith('？'))) return false;
   const body = text.slice(0, -1);
   let start = body.length;

@@ -129,6 +129,13 @@ describe('the conversation as context', () => {
   const cues = compileRuleSet(defaultRuleSet, ENGINES.re2js).context;
   if (cues === null) throw new Error('the shipped rules carry context cues');
 
+  it.each(['Which report do you mean?', '**Which report do you mean?**', '_Which report do you mean?_', '"Which report do you mean?"', 'Which report do you mean? 🙂'])(
+    'a short answer to a question for a detail follows the request it completes, however the question is dressed: %j',
+    (assistant) => {
+      expect(classifier.classifyTurns({ latest: 'my wife', previous: 'send the report to my manager', assistant })).toMatchObject({ mode: 'ACTION', step: 'context', followed: 'previous' });
+    },
+  );
+
   it.each([
     ['Tests pass on staging. Want me to run the migration now?', 'run the migration now'],
     ["I found the leak. Shall I apply the fix? It's two lines.", 'apply the fix'],
