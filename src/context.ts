@@ -345,7 +345,7 @@ const QUESTION_START = /[.!?\n。！？]/u;
 const HANGUL = /\p{Script=Hangul}/u;
 
 /** What may close a question without being part of it: emphasis, quotes, brackets, emoji, white space. */
-const TRAILING_DECORATION = /[\s*_~`"')\]»\p{Extended_Pictographic}\u200d\ufe0f]+$/u;
+const TRAILING_DECORATION = /(?:[\s*_~`"')\]»\p{Extended_Pictographic}]|\u200d|\ufe0f)+$/u;
 
 /**
  * Whether an assistant turn (cleaned) closes on a question for a detail: its last sentence ends in a
