@@ -352,7 +352,7 @@ describe('3. outcomes need what the gateway handed the client', () => {
     const gateway = await configured();
     const decisionOf = (response: Response) => response.headers.get('x-task-router-decision-id') as string;
     const decision = decisionOf(await chat(gateway.url, 'reuser-1'));
-    const other = decisionOf(await chat(gateway.url, 'reuser-1', 'deploy the api to staging'));
+    const other = decisionOf(await chat(gateway.url, 'reuser-1', 'rotate the invoice worker logs tonight'));
     const key = { 'idempotency-key': '7d0c5a52-1f2e-4b8a-9c3d-5e6f7a8b9c0d' };
     const failure = { session: 'reuser-1', decision, outcome: 'failure' };
     expect(await (await report(gateway.url, failure, key)).json()).toMatchObject({ outcome: 'failure', failures: 1 });
