@@ -36,8 +36,6 @@ export interface GatewayHooks extends RoutingHooks, UpstreamHooks {
 
 export { requestIdOf } from '../middleware/request-id.js';
 
-/** A trigger's matched text for the memory log: redacted and short (a URL can carry a token). */
-
 /** Decisions waiting for their log lines; past this, lines are dropped and counted (queue_full), as when the file queue is full. */
 const MAX_PENDING_RECORDS = 10_000;
 

@@ -74,27 +74,27 @@ class BodyReadError extends Error {
 }
 
 /**
- * The body's declared length when it can be read the short way: uncompressed, not chunked, JSON in
- * UTF-8 (or unlabelled), within the limit, not read yet; else null, and body-parser reads it. Nearly
- * every chat request is such a body, and body-parser's generality (content-type parsing, charset
- * tables, decoders) cost as much as reading it.
+ * Whether the body can be read the short way: uncompressed, not chunked, JSON in UTF-8 (or unlabelled),
+ * with a length within the limit, not read yet; else body-parser reads it. Nearly every chat request is
+ * such a body, and body-parser's generality (content-type parsing, charset tables, decoders) cost as
+ * much as reading it.
  */
-function plainJsonLength(req: Request, limitBytes: number): number | null {
+function isPlainJson(req: Request, limitBytes: number): boolean {
   const { headers } = req;
-  if (headers['content-encoding'] !== undefined || headers['transfer-encoding'] !== undefined || req.readableEnded) return null;
+  if (headers['content-encoding'] !== undefined || headers['transfer-encoding'] !== undefined || req.readableEnded) return false;
   const type = headers['content-type'];
-  if (type !== undefined && !PLAIN_JSON.test(type)) return null;
+  if (type !== undefined && !PLAIN_JSON.test(type)) return false;
   const declared = headers['content-length'];
-  if (declared === undefined || !DECIMAL.test(declared)) return null;
+  if (declared === undefined || !DECIMAL.test(declared)) return false;
   const length = Number(declared);
-  return length > 0 && length <= limitBytes ? length : null;
+  return length > 0 && length <= limitBytes;
 }
 
 /**
- * Reads and parses a plain JSON body (see plainJsonLength) as body-parser would: the raw bytes kept, a
+ * Reads and parses a plain JSON body (see isPlainJson) as body-parser would: the raw bytes kept, a
  * UTF-8 byte order mark skipped, an empty document read as {}, and its errors' types and messages.
  */
-function readPlainJson(req: Request, length: number, done: (error?: unknown) => void): void {
+function readPlainJson(req: Request, done: (error?: unknown) => void): void {
   const chunks: Buffer[] = [];
   let received = 0;
   let settled = false;
@@ -113,7 +113,6 @@ function readPlainJson(req: Request, length: number, done: (error?: unknown) => 
   req.once('end', () => {
     if (settled) return;
     const raw = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, received);
-    if (raw.length !== length) return settle(new BodyReadError('request size did not match content length', 'request.size.invalid'));
     rawBodies.set(req, raw);
     const text = withoutBom(raw.toString('utf8'));
     try {
@@ -161,9 +160,8 @@ export function jsonBody(limitBytes: number): RequestHandler {
       if (raw !== undefined) parsedBodies.set(req, { body: req.body });
       next();
     };
-    const length = plainJsonLength(req, limitBytes);
-    if (length === null) parse(req, res, parsed);
-    else readPlainJson(req, length, parsed);
+    if (isPlainJson(req, limitBytes)) readPlainJson(req, parsed);
+    else parse(req, res, parsed);
   };
 }
 

@@ -81,12 +81,11 @@ const UNSHOWABLE = /[\p{Cc}\p{Cf}]/gu;
 export function previewOf(text: string, length = 50): string {
   let window = text.length > PREVIEW_WINDOW ? text.slice(0, PREVIEW_WINDOW) : text;
   if (window.length < text.length) window = window.slice(0, Math.max(0, window.search(/\s\S*$/)));
-  const head = redactSecrets(window).replace(/\s+/g, ' ').replace(UNSHOWABLE, '').trim();
-  return head.length > length ? `${head.slice(0, length - 1)}…` : head;
+  return shownText(window, length);
 }
 
-/** A rule's matched text as a log shows it: redacted, on one line, without control or format characters, at most `length`. */
+/** Text as a log shows it (a rule's matched text, a preview): redacted, on one line, without control or format characters, at most `length`. */
 export function shownText(text: string, length = 40): string {
-  const clean = redactSecrets(text).replace(/\s+/g, ' ').replace(UNSHOWABLE, '');
+  const clean = redactSecrets(text).replace(/\s+/g, ' ').replace(UNSHOWABLE, '').trim();
   return clean.length > length ? `${clean.slice(0, length - 1)}…` : clean;
 }

@@ -66,7 +66,7 @@ export interface DebateCarried {
  * A chat request read and classified: what the edges must settle before it is routed. `needs` names
  * the one thing still open: a tie-breaker verdict (unsure under routing.onUnsure: tiebreak), nothing else.
  */
-export interface ClassifiedRequest {
+export interface ClassifiedRequest extends SettledDecision {
   readonly format: ChatFormat;
   readonly body: JsonObject;
   readonly human: HumanTurns;
@@ -74,14 +74,8 @@ export interface ClassifiedRequest {
   readonly classified: Decision;
   /** The override that forced a mode, or null. */
   readonly forced: Mode | null;
-  readonly unsurePolicy: UnsurePolicy | null;
   /** The task key for session state, or null when the request names no session. */
   readonly task: string | null;
-  /** The decision to route with unless a tie-breaker overturns it, and whether it routes hard. */
-  readonly applied: Decision;
-  readonly hard: boolean;
-  /** Whether a tie-breaker should be asked (routing.onUnsure: tiebreak on an unsure decision). */
-  readonly wantsTiebreak: boolean;
 }
 
 /**
@@ -102,9 +96,11 @@ export function classifyRequest(state: RoutingState, format: ChatFormat, body: J
 
 /** The decision a request is routed with, once an override, the flag and routing.onUnsure have had their say. */
 export interface SettledDecision {
+  /** The decision to route with unless a tie-breaker overturns it, and whether it routes hard. */
   readonly applied: Decision;
   readonly hard: boolean;
   readonly unsurePolicy: UnsurePolicy | null;
+  /** Whether a tie-breaker should be asked (routing.onUnsure: tiebreak on an unsure decision). */
   readonly wantsTiebreak: boolean;
 }
 

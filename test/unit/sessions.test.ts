@@ -113,6 +113,23 @@ describe('SessionTracker', () => {
 });
 
 describe('taskRouter with sessions', () => {
+  const CHAT_TEXT = 'fix the bug in src/a.ts';
+  /** POSTs one chat request with CHAT_TEXT and `headers` to `app`, listening on loopback for it alone. */
+  async function postChat(app: express.Express, headers: Record<string, string>): Promise<{ status: number; body: unknown }> {
+    const server = app.listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    try {
+      const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: CHAT_TEXT }] }),
+      });
+      return { status: res.status, body: await res.json() };
+    } finally {
+      server.close();
+    }
+  }
+
   it('routes a request without its failure debate when the session store fails, and says so', async () => {
     const prompts = await loadPrompts();
     const broken: SessionStore = { get: () => Promise.reject(new Error('store down')), set: () => undefined, delete: () => undefined };
@@ -126,20 +143,10 @@ describe('taskRouter with sessions', () => {
       const decision = res.locals.taskRouter as RoutedDecision;
       res.json({ system: (req.body as { messages: { content: string }[] }).messages[0]?.content, task: decision.task, failure: decision.failure });
     });
-    const server = app.listen(0, '127.0.0.1');
-    await new Promise((resolve) => server.once('listening', resolve));
-    try {
-      const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/chat/completions`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-task-router-session': 's1' },
-        body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'fix the bug in src/a.ts' }] }),
-      });
-      expect(res.status).toBe(200);
-      expect(await res.json()).toEqual({ system: prompts.action, task: taskKeyOf('fix the bug in src/a.ts'), failure: null });
-      expect(fallbacks).toEqual([['session', 'stateless']]);
-    } finally {
-      server.close();
-    }
+    const res = await postChat(app, { 'x-task-router-session': 's1' });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ system: prompts.action, task: taskKeyOf(CHAT_TEXT), failure: null });
+    expect(fallbacks).toEqual([['session', 'stateless']]);
   });
 
   it('reads a session header named in any case', async () => {
@@ -148,19 +155,8 @@ describe('taskRouter with sessions', () => {
     app.use(jsonBody(1 << 20), taskRouter({ prompts: await loadPrompts(), sessions: new SessionTracker({ ...SETTINGS, header: 'X-Session-Id' }, store) }), (_req, res) => {
       res.json({ task: (res.locals.taskRouter as RoutedDecision).task });
     });
-    const server = app.listen(0, '127.0.0.1');
-    await new Promise((resolve) => server.once('listening', resolve));
-    try {
-      const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/chat/completions`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'X-Session-Id': 's1' },
-        body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'fix the bug in src/a.ts' }] }),
-      });
-      expect(await res.json()).toEqual({ task: taskKeyOf('fix the bug in src/a.ts') });
-      expect(store.size).toBe(1);
-    } finally {
-      server.close();
-    }
+    expect((await postChat(app, { 'X-Session-Id': 's1' })).body).toEqual({ task: taskKeyOf(CHAT_TEXT) });
+    expect(store.size).toBe(1);
   });
 });
 
