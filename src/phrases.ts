@@ -3,10 +3,12 @@
  * runs of letters, digits, `_`, `'` and `-`, and each run of tokens that can start a phrase is looked up
  * among the phrases. Linear in the text, and the same on every regex engine.
  *
- * The lookup never builds a string: a character trie turns each token of the text into the id of a
- * word some phrase holds (or none), and a trie over those ids walks the phrases from each token. Cutting
- * the text into token strings and joining them into candidate phrases for a map lookup allocated every
- * token twice and was most of the time of matching the word rules.
+ * The lookup never builds a string: each token of the text is hashed as it is read and found in a small
+ * open-addressing table of the words some phrase holds (or not), and a trie over those word ids walks the
+ * phrases from each token. Cutting the text into token strings and joining them into candidate phrases
+ * for a map lookup allocated every token twice and was most of the time of matching the word rules; a
+ * character trie over the words (223 KB for the shipped rules, read once per character) cost ten times
+ * its warm time when the message came after other work had taken the cache.
  */
 const TOKEN = /[a-z0-9_'-]+/g;
 const EDGE_PUNCTUATION = /^['-]+|['-]+$/g;
@@ -43,11 +45,9 @@ export function expandTemplate(template: string): string[] {
   return phrases;
 }
 
-/** Character code → its column in the word trie, or -1 for a character no token holds. */
-const COLUMN = new Int8Array(128).fill(-1);
-const TOKEN_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789_'-";
-for (let column = 0; column < TOKEN_CHARS.length; column += 1) COLUMN[TOKEN_CHARS.charCodeAt(column)] = column;
-const COLUMNS = TOKEN_CHARS.length;
+/** ASCII code → 1 for the characters tokens are made of. */
+const TOKEN_CHAR = new Uint8Array(128);
+for (const char of "abcdefghijklmnopqrstuvwxyz0123456789_'-") TOKEN_CHAR[char.charCodeAt(0)] = 1;
 const QUOTE = 39;
 const DASH = 45;
 
@@ -58,17 +58,71 @@ interface PhraseNode {
   readonly next: Map<number, PhraseNode>;
 }
 
+/**
+ * The words phrases hold, found by hash: two Int32 per slot, the word's hash and its id + 1 (0: empty),
+ * at most half the slots used. 16 KB for the shipped rules' 965 words, so a message's lookups stay in cache.
+ */
+interface WordTable {
+  readonly slots: Int32Array;
+  readonly mask: number;
+  /** The words' characters end to end; word `id` is chars[starts[id], starts[id + 1]). */
+  readonly chars: Uint8Array;
+  readonly starts: Int32Array;
+  readonly longest: number;
+}
+
 export interface PhraseIndex {
-  /**
-   * Word trie: state × column → next state (0: none; the root is state 1). 16-bit when the states fit,
-   * as they do by far for the shipped rules: the table is read once per character, and at half the
-   * bytes more of it is still in cache when the next message comes.
-   */
-  readonly words: Uint16Array | Int32Array;
-  /** Word trie state → id of the word it ends, or -1. */
-  readonly wordAt: Int32Array;
+  readonly words: WordTable;
   /** Word id → the phrase trie's node for phrases starting with that word. */
   readonly first: readonly (PhraseNode | undefined)[];
+}
+
+const FNV_OFFSET = 0x811c9dc5 | 0;
+const FNV_PRIME = 0x01000193;
+
+function hashStep(hash: number, code: number): number {
+  return Math.imul(hash ^ code, FNV_PRIME);
+}
+
+function buildWordTable(words: readonly string[]): WordTable {
+  let size = 16;
+  while (size < words.length * 2) size *= 2;
+  const slots = new Int32Array(size * 2);
+  const starts = new Int32Array(words.length + 1);
+  const chars = new Uint8Array(words.reduce((total, word) => total + word.length, 0));
+  let longest = 0;
+  words.forEach((word, id) => {
+    let hash = FNV_OFFSET;
+    for (let at = 0; at < word.length; at += 1) {
+      const code = word.charCodeAt(at);
+      chars[(starts[id] as number) + at] = code;
+      hash = hashStep(hash, code);
+    }
+    starts[id + 1] = (starts[id] as number) + word.length;
+    longest = Math.max(longest, word.length);
+    let slot = hash & (size - 1);
+    while (slots[slot * 2 + 1] !== 0) slot = (slot + 1) & (size - 1);
+    slots[slot * 2] = hash;
+    slots[slot * 2 + 1] = id + 1;
+  });
+  return { slots, mask: size - 1, chars, starts, longest };
+}
+
+/** The id of the word text[start, end) whose hash is `hash`, or -1 when no phrase holds it. */
+function wordIdOf(table: WordTable, text: string, start: number, end: number, hash: number): number {
+  const length = end - start;
+  if (length > table.longest) return -1;
+  const { slots, mask, chars, starts } = table;
+  for (let slot = hash & mask; ; slot = (slot + 1) & mask) {
+    const id = (slots[slot * 2 + 1] as number) - 1;
+    if (id === -1) return -1;
+    if (slots[slot * 2] !== hash) continue;
+    const from = starts[id] as number;
+    if ((starts[id + 1] as number) - from !== length) continue;
+    let at = 0;
+    while (at < length && chars[from + at] === text.charCodeAt(start + at)) at += 1;
+    if (at === length) return id;
+  }
 }
 
 export function buildPhraseIndex(rules: readonly { readonly index: number; readonly words: readonly string[] }[]): PhraseIndex {
@@ -102,30 +156,7 @@ export function buildPhraseIndex(rules: readonly { readonly index: number; reado
     }
   }
 
-  let states = 2;
-  let words = new Int32Array(states * COLUMNS);
-  const ends: number[] = [-1, -1];
-  for (const [word, id] of wordIds) {
-    let state = 1;
-    for (let at = 0; at < word.length; at += 1) {
-      const column = COLUMN[word.charCodeAt(at)] as number;
-      let next = words[state * COLUMNS + column] as number;
-      if (next === 0) {
-        next = states++;
-        if (states * COLUMNS > words.length) {
-          const grown = new Int32Array(words.length * 2);
-          grown.set(words);
-          words = grown;
-        }
-        ends.push(-1);
-        words[state * COLUMNS + column] = next;
-      }
-      state = next;
-    }
-    ends[state] = id;
-  }
-  const used = words.subarray(0, states * COLUMNS);
-  return { words: states <= 0xffff ? Uint16Array.from(used) : used.slice(), wordAt: Int32Array.from(ends), first };
+  return { words: buildWordTable([...wordIds.keys()]), first };
 }
 
 /** Token ids of the text being matched, reused from call to call. */
@@ -133,27 +164,32 @@ let tokenIds = new Int32Array(256);
 
 /** Rule index → the first phrase of that rule found in the text. */
 export function matchPhrases(index: PhraseIndex, text: string, found: Map<number, string>): void {
-  const { words, wordAt, first } = index;
+  const { words, first } = index;
   let count = 0;
   let at = 0;
   while (at < text.length) {
     let code = text.charCodeAt(at);
-    if (code >= 128 || COLUMN[code] === -1) {
+    if (code >= 128 || TOKEN_CHAR[code] === 0) {
       at += 1;
       continue;
     }
-    // One pass over the token: quotes and dashes at its start are skipped, the word trie is walked
-    // over the rest, and the state after its last other character is the stripped token's.
+    // One pass over the token: quotes and dashes at its start are skipped, the rest is hashed, and the
+    // hash after its last other character is the stripped token's.
     while (isEdgePunctuation(code)) {
       at += 1;
       code = at < text.length ? text.charCodeAt(at) : -1;
     }
-    let state = 1;
+    const start = at;
+    let hash = FNV_OFFSET;
     let ended = -1;
-    while (code !== -1 && code < 128 && COLUMN[code] !== -1) {
-      if (state !== 0) state = words[state * COLUMNS + (COLUMN[code] as number)] as number;
-      if (!isEdgePunctuation(code)) ended = state;
+    let endedHash = 0;
+    while (code !== -1 && code < 128 && TOKEN_CHAR[code] === 1) {
+      hash = hashStep(hash, code);
       at += 1;
+      if (!isEdgePunctuation(code)) {
+        ended = at;
+        endedHash = hash;
+      }
       code = at < text.length ? text.charCodeAt(at) : -1;
     }
     if (ended === -1) continue;
@@ -162,7 +198,7 @@ export function matchPhrases(index: PhraseIndex, text: string, found: Map<number
       grown.set(tokenIds);
       tokenIds = grown;
     }
-    tokenIds[count++] = ended === 0 ? -1 : (wordAt[ended] as number);
+    tokenIds[count++] = wordIdOf(words, text, start, ended, endedHash);
   }
 
   for (let start = 0; start < count; start += 1) {
