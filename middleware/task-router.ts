@@ -1,12 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import {
+  chainLinkOf,
   classifyRequest,
+  continuedRequest,
   createClassifier,
+  createResponseChain,
   DEFAULT_WRAPPERS,
   formatForPath,
   HEADER,
   HEADER_PREFIX,
+  previousResponseId,
   readHumanTurns,
   routeRequest,
   sessionReport,
@@ -21,6 +25,7 @@ import {
   type Mode,
   type PendingDebate,
   type PromptSet,
+  type ResponseChainLimits,
   type RoutedDecision,
   type RoutedRequest,
   type RoutingState,
@@ -33,6 +38,7 @@ import { credentialOwner, tokenMatches } from './credentials.js';
 import { sendError, type ErrorKind } from './errors.js';
 import { setRequestIdHeaders } from './request-id.js';
 import { requestSlot } from './request-slot.js';
+import { watchResponseId } from './response-ids.js';
 import { SESSION_ID, type SessionTracker } from './sessions.js';
 import { decisionAttributes, startRequestSpan } from './tracing.js';
 
@@ -85,7 +91,15 @@ export interface TaskRouterOptions {
   sessions?: SessionTracker;
   /** Where a misconfiguration (no body parser before taskRouter) is reported, once; default process.emitWarning. */
   warn?: (message: string) => void;
+  /**
+   * Responses API chains remembered, so a request continuing one (`previous_response_id`) with tool
+   * outputs only is routed as the request that started it; default DEFAULT_RESPONSE_CHAIN, false remembers none.
+   */
+  responseChain?: ResponseChainLimits | false;
 }
+
+/** 4096 responses, at most 8 Mi characters of human text (about 16 MB) over them all. */
+export const DEFAULT_RESPONSE_CHAIN: ResponseChainLimits = { entries: 4096, characters: 8 * 1024 * 1024 };
 
 /** What taskRouter did to a request: the one record the proxy, the logs and the metrics read. */
 export interface RequestRouting {
@@ -199,6 +213,7 @@ export function taskRouter(options: TaskRouterOptions = {}): RequestHandler {
   let warnedNoParser = false;
   // The requests read in one turn of the event loop are classified in a row (see createBatch).
   const classifications = createBatch();
+  const chain = options.responseChain === false ? null : createResponseChain(options.responseChain ?? DEFAULT_RESPONSE_CHAIN);
 
   const passOn = (req: Request, format: ChatFormat, reason: SkipReason): Outcome => {
     safely(() => hooks.skip?.(reason, format.name, req));
@@ -251,12 +266,20 @@ export function taskRouter(options: TaskRouterOptions = {}): RequestHandler {
     if (typeof body !== 'object' || body === null || Array.isArray(body)) return passOn(req, format, 'not_an_object');
     const chat = body as JsonObject;
     const human = readHumanTurns(snapshot, format, chat);
-    if (human === null) return passOn(req, format, 'no_human_text');
+    const responses = chain !== null && format.name === 'openai-responses';
+    // A Responses step with tool outputs only goes as the chain it continues went, when we saw it start.
+    const continued = human === null && responses ? chain.get(previousResponseId(chat) ?? '') : undefined;
+    const classify = human !== null
+      ? () => classifications.run(() => classifyRequest(snapshot, format, chat, human, override, session))
+      : continued !== undefined
+        ? () => continuedRequest(snapshot, format, chat, continued, override, session)
+        : null;
+    if (classify === null) return passOn(req, format, 'no_human_text');
 
     const span = startRequestSpan(req, res, format.name, chat.model);
     let request: ClassifiedRequest;
     try {
-      request = await classifications.run(() => classifyRequest(snapshot, format, chat, human, override, session));
+      request = await classify();
     } catch (error) {
       safely(() => span.setAttribute('task_router.fallback', 'classify'));
       return degrade(req, snapshot, format, chat, 'classify', error);
@@ -265,10 +288,12 @@ export function taskRouter(options: TaskRouterOptions = {}): RequestHandler {
 
     // The tie-breaker never throws and has its own hard timeout; no verdict means soft routing.
     let tiebreak: RoutedDecision['tiebreak'] = null;
+    let verdictMode = continued?.tiebreak ?? null;
     if (request.wantsTiebreak && snapshot.tiebreaker) {
-      const verdict = await snapshot.tiebreaker.decide(human.text);
+      const verdict = await snapshot.tiebreaker.decide(request.human.text);
       request = withTiebreak(request, verdict.mode);
       tiebreak = { result: verdict.result, seconds: verdict.seconds };
+      verdictMode = verdict.mode;
     }
 
     // The session's state may live in a shared store: a failing store costs the request its failure
@@ -298,6 +323,10 @@ export function taskRouter(options: TaskRouterOptions = {}): RequestHandler {
       req.headers[name] = value;
     }
     res.locals.taskRouter = routed.decision;
+    if (responses) {
+      const link = chainLinkOf(request, verdictMode);
+      watchResponseId(res, (responseId) => chain.set(responseId, link));
+    }
     safely(() => span.setAttributes(decisionAttributes(routed.decision)));
     const forced = routed.decision.override;
     if (forced) safely(() => hooks.override?.(forced, req));

@@ -20,8 +20,9 @@ export { previewOf, redactSecrets, shownText } from './redact.js';
 export { DecisionRecordSchema, memoryEntry, type DecisionRecord } from './records.js';
 export { HEADER, HEADER_PREFIX } from './decision-headers.js';
 export { humanTurns, type HumanTurnOptions, type HumanTurns } from './human-turns.js';
+export { createResponseChain, previousResponseId, responseIdIn, type ChainLink, type ResponseChain, type ResponseChainLimits } from './response-chain.js';
 export {
-  classifyRequest, debatesOf, decisionHeaders, jsonBytes, readHumanTurns, routeRequest, sessionReport, settleUnsure, softRoutedBody, withTiebreak,
+  chainLinkOf, classifyRequest, continuedRequest, debatesOf, decisionHeaders, jsonBytes, readHumanTurns, routeRequest, sessionReport, settleUnsure, softRoutedBody, withTiebreak,
   type BodyBytes, type ClassifiedRequest, type DebateCarried, type DebateKind, type RouteInputs, type RoutedDecision, type RoutedRequest, type RoutingState,
 } from './route-request.js';
 export { TIEBREAK_RESULTS, UNSURE_POLICIES, type TiebreakResult, type TiebreakVerdict, type Tiebreaker, type UnsurePolicy } from './unsure.js';

@@ -6,6 +6,7 @@ import { debatable } from './failure-policy.js';
 import { taskKeyOf } from './task-keys.js';
 import type { ChatFormat, FormatName, JsonObject, Strategy } from './formats/format.js';
 import { humanTurns, type HumanTurns } from './human-turns.js';
+import type { ChainLink } from './response-chain.js';
 import { applyOverride, assemblePrompt, ownPrompts, routeOf, type PromptSet, type Route } from './route.js';
 import type { TiebreakResult, UnsurePolicy } from './unsure.js';
 import type { Wrapper } from './wrappers.js';
@@ -88,10 +89,33 @@ export function readHumanTurns(state: RoutingState, format: ChatFormat, body: Js
 
 /** Classifies a chat request's human turns and settles what override, hard/soft and the unsure policy make of it. */
 export function classifyRequest(state: RoutingState, format: ChatFormat, body: JsonObject, human: HumanTurns, override: Mode | null, session: string | null): ClassifiedRequest {
-  const classified = state.classifier.classifyTurns(human.turns);
+  return settledRequest(state, format, body, human, state.classifier.classifyTurns(human.turns), override, session);
+}
+
+function settledRequest(state: RoutingState, format: ChatFormat, body: JsonObject, human: HumanTurns, classified: Decision, override: Mode | null, session: string | null): ClassifiedRequest {
   const forced = override === null ? null : applyOverride(classified, override);
   const task = session === null ? null : taskKeyOf(human.text, state.classifier.cleaned);
   return { format, body, human, classified, forced: override, task, ...settleUnsure(state, classified, forced) };
+}
+
+/**
+ * A Responses request that continues a chain with no human turn of its own, routed as the request that
+ * started the chain was classified: this request's override, flag and unsure policy settle it anew, and a
+ * tie-breaker's verdict given then stands.
+ */
+export function continuedRequest(state: RoutingState, format: ChatFormat, body: JsonObject, link: ChainLink, override: Mode | null, session: string | null): ClassifiedRequest {
+  const request = settledRequest(state, format, body, link.human, link.classified, override, session);
+  return request.wantsTiebreak && link.tiebreak !== null ? withTiebreak(request, link.tiebreak) : request;
+}
+
+/**
+ * What a Responses chain remembers of a classified request: its human text (the turns around it are not
+ * needed again) and the classifier's decision, less the time it took, which was not the continuation's.
+ */
+export function chainLinkOf(request: ClassifiedRequest, tiebreak: Mode | null): ChainLink {
+  const { micros: _micros, ...classified } = request.classified;
+  const { text, stripped } = request.human;
+  return { human: { text, stripped, turns: { latest: text, previous: null, assistant: null } }, classified, tiebreak };
 }
 
 /** The decision a request is routed with, once an override, the flag and routing.onUnsure have had their say. */
@@ -118,7 +142,7 @@ export function settleUnsure(state: Pick<RoutingState, 'hardRouting' | 'onUnsure
 
 /** A tie-breaker's verdict applied: a mode routes hard, no verdict leaves the request on soft routing. */
 export function withTiebreak(request: ClassifiedRequest, mode: Mode | null): ClassifiedRequest {
-  return mode === null ? request : { ...request, applied: withMode(request.classified, mode), hard: true };
+  return mode === null ? request : { ...request, applied: withMode(request.classified, mode), hard: true, wantsTiebreak: false };
 }
 
 /** What a session's failure tracking needs to know of a decision. */

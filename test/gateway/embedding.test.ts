@@ -201,3 +201,31 @@ describe('no body parser before taskRouter', () => {
     expect(skips).not.toContain('no_body_parser');
   });
 });
+
+describe('Responses chains in a host app that answers itself', () => {
+  const startChain = (app: Express, seen: unknown[]) => {
+    let next = 0;
+    app.post('/v1/responses', (req: Request, res: Response) => {
+      seen.push(req.body.instructions);
+      next += 1;
+      // Written in two pieces, as a host streaming its own answer would.
+      res.status(200).type('application/json');
+      res.write(`{"id":"resp_host${next}",`);
+      res.end('"object":"response","output":[]}');
+    });
+  };
+
+  it.each([
+    ['routes a tool-output continuation as the chain\'s first request', {}, 'action'],
+    ['with responseChain: false, leaves it unrouted', { responseChain: false as const }, null],
+  ] as const)('%s', async (_name, options, route) => {
+    const seen: unknown[] = [];
+    const app = express();
+    app.use('/v1', jsonBody(1024 * 1024), bodyErrors, taskRouter({ prompts, ...options }));
+    startChain(app, seen);
+    const url = await listen(app);
+    const first = (await (await within(postJson(url, '/v1/responses', { model: 'm', input: 'fix the failing tests in src/app.ts' }))).json()) as { id: string };
+    await (await within(postJson(url, '/v1/responses', { model: 'm', previous_response_id: first.id, input: [{ type: 'function_call_output', call_id: 'c1', output: 'ok' }] }))).arrayBuffer();
+    expect(seen).toEqual([prompts.action, route === null ? undefined : prompts.action]);
+  });
+});
