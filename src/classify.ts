@@ -1,7 +1,7 @@
 import { CATEGORY_ROLES, type Category, type Stakes } from './categories.js';
 import type { Confidence, Debate, Decision, Trigger } from './decision.js';
 import { maskProductNames } from './names.js';
-import { cleanCharacters, cleanText, foldLookalikes, joinCleaned, matchingForm } from './normalize.js';
+import { cleanCharacters, cleanText, foldLookalikes, joinCleaned, matchingForm, OTHER_SYMBOL } from './normalize.js';
 import type { CompiledRule, CompiledRuleSet } from './ruleset.js';
 import { readWindow, type ScanWindow } from './scan.js';
 import { hashedFeaturesOf, type MessageFeatures } from './features.js';
@@ -75,6 +75,13 @@ function distinct(triggers: readonly RuleMatch[]): RuleMatch[] {
     at !== index && (other.match === trigger.match ? at < index : contains(other.match, trigger.match))));
 }
 
+/** Whether the first `match` in `text` and the first `phrase` share characters: "please fix" and "fix the grammar". */
+function overlaps(text: string, match: string, phrase: string): boolean {
+  const at = text.indexOf(match);
+  const from = text.indexOf(phrase);
+  return at !== -1 && from !== -1 && at < from + phrase.length && from < at + match.length;
+}
+
 function occurrences(text: string, part: string): number {
   let count = 0;
   for (let at = text.indexOf(part); at !== -1; at = text.indexOf(part, at + part.length)) count += 1;
@@ -83,8 +90,11 @@ function occurrences(text: string, part: string): number {
 
 /** How far after an edit phrase the text it hands over may start: "summarize this in two sentences for my boss:". */
 const EDIT_INSTRUCTION_TAIL = 60;
-/** Where handed-over text starts: a colon, a line break, or an opening quote. */
-const HANDED_OVER = /:|\n|(?:^|[\s(])["']/;
+/**
+ * Where handed-over text starts: a colon, a line break, an opening quote, a dash, arrow or semicolon set
+ * off as a separator (in the matching form a dash or quote other than ASCII's is OTHER_SYMBOL).
+ */
+const HANDED_OVER = new RegExp(`:|\\n|;|(?:^|[\\s(])["'${OTHER_SYMBOL}]|\\s[-${OTHER_SYMBOL}]+>?\\s|=>|->`);
 /** A match made of words only; a path, URL, address or file name is something to act on wherever it stands. */
 const WORDING = /^[a-z0-9' -]+$/;
 /**
@@ -133,8 +143,11 @@ function handedOverIn(text: string, edits: readonly string[], describing: readon
       span = { start: after, end: end === null ? text.length : after + end.index, described: true };
     } else {
       const start = HANDED_OVER.exec(text.slice(after, after + EDIT_INSTRUCTION_TAIL));
-      if (start === null) continue;
-      span = { start: after + start.index, end: text.length, described: false };
+      const line = text.lastIndexOf('\n', at);
+      if (start !== null) span = { start: after + start.index, end: text.length, described: false };
+      // The instruction on a line of its own after the text: "…\n\nproofread this".
+      else if (line > 0 && !text.includes('\n', after) && text.slice(0, line).trim() !== '') span = { start: 0, end: line, described: false };
+      else continue;
     }
     if (found === null || span.start < found.start) found = span;
   }
@@ -159,7 +172,8 @@ function withoutCancelled(found: readonly RuleMatch[], signals: readonly RuleMat
       const at = text.indexOf(trigger.match);
       if (at >= handedOver.start && at < handedOver.end) return false;
     }
-    const takenBack = negated.some((phrase) => phrase.endsWith(` ${trigger.match}`)) || edits.some((phrase) => phrase !== trigger.match && phrase.includes(trigger.match));
+    const takenBack = negated.some((phrase) => phrase.endsWith(` ${trigger.match}`))
+      || edits.some((phrase) => phrase !== trigger.match && (phrase.includes(trigger.match) || overlaps(text, trigger.match, phrase)));
     return !takenBack || occurrences(text, trigger.match) !== 1;
   });
 }

@@ -156,8 +156,10 @@ interface LatestShape {
   readonly kind: 'decline' | 'follow' | null;
   /** It is thanks and at most CLOSING_WORDS words more: "thanks, good night", not "thanks, now book it for friday". */
   readonly closing: boolean;
-  /** It is plain assent and nothing else: "yes", "sure, go ahead!". */
+  /** It is plain assent and nothing else, thanks aside: "yes", "sure, go ahead!", "yes, thanks". */
   readonly assent: boolean;
+  /** It only turns down what came before: a decline, maybe after a yes or no, and a few words more that ask for nothing ("not right now, maybe later"). */
+  readonly declineOnly: boolean;
 }
 
 /** `cleaned`: the latest turn through cleanText. */
@@ -167,7 +169,8 @@ function shapeOf(cleaned: string, cues: ContextCues): LatestShape {
   const short = words <= cues.maxWords && text.length <= cues.maxChars;
   const thanks = short ? longestOpening(text, cues.thanks) : '';
   const closing = thanks !== '' && onlyCloses(text.slice(thanks.length));
-  return { text, words, kind: short ? kindOf(text, words, thanks !== '', cues) : null, closing, assent: short && isAssent(text, cues.assent) };
+  const assent = short && isAssent(text, cues);
+  return { text, words, kind: short ? kindOf(text, words, thanks !== '', cues) : null, closing, assent, declineOnly: short && !assent && declinesOnly(text, cues) };
 }
 
 /** The longest of `phrases` that `text` opens with as whole words (and that `fits`), or ''. */
@@ -212,19 +215,47 @@ export function afterThanks(turns: Turns, cues: ContextCues, cleaned: (text: str
   const thanks = longestOpening(text, cues.thanks);
   if (thanks === '') return turns;
   const rest = text.slice(thanks.length).replace(LEADING_GAP, '');
-  return onlyCloses(rest) ? turns : { ...turns, latest: rest };
+  // "thanks! what about Berlin?" asks again, in as few words as a closing.
+  return onlyCloses(rest) && ellipticalRest(rest, cues) === null ? turns : { ...turns, latest: rest };
 }
 
-/** Whether `text` is assent phrases only, in any number and order, between spaces and punctuation. */
-function isAssent(text: string, phrases: readonly string[]): boolean {
+/**
+ * Whether `text` is assent phrases only, in any number and order, between spaces and punctuation; thanks
+ * may stand beside them ("yes, thanks", "thanks, yes please", "はい、ありがとう"): a yes that thanks is
+ * still a yes.
+ */
+function isAssent(text: string, cues: ContextCues): boolean {
   let rest = text.replace(ASSENT_GAP, ' ').trim();
-  if (rest === '' || phrases.length === 0) return false;
+  if (rest === '' || cues.assent.length === 0) return false;
+  let assented = false;
   while (rest !== '') {
-    const assent = longestOpening(rest, phrases);
-    if (assent === '') return false;
-    rest = rest.slice(assent.length).trim();
+    const assent = longestOpening(rest, cues.assent);
+    const thanks = assent === '' ? longestOpening(rest, cues.thanks) : '';
+    if (assent === '' && thanks === '') return false;
+    assented ||= assent !== '';
+    rest = rest.slice((assent || thanks).length).trim();
   }
-  return true;
+  return assented;
+}
+
+/**
+ * Words after a decline that make it the action asked for: "yes, stop it", "abort the deploy" name what
+ * to stop. (Other languages are left to the model.)
+ */
+const DECLINE_OBJECT = /^(?:it|that|this|them|those|these|the|my|our|all|everything)(?:\s|$)/;
+
+/** Most words after a decline that still only turn down what came before: "not right now, maybe tomorrow". */
+const DECLINE_TAIL_WORDS = 3;
+
+/**
+ * Whether `text` (cleaned, trailing punctuation dropped) only declines or holds: after a yes, ok or no it
+ * opens with a decline and at most DECLINE_TAIL_WORDS words follow. The caller checks that those words
+ * hold no request of their own ("wait, restart it first" is one).
+ */
+function declinesOnly(text: string, cues: ContextCues): boolean {
+  const body = afterAcknowledgement(text, cues);
+  const decline = longestOpening(body, cues.decline);
+  return decline !== '' && wordCount(body.slice(decline.length).replace(LEADING_GAP, '')) <= DECLINE_TAIL_WORDS;
 }
 
 /**
@@ -263,6 +294,25 @@ function afterAcknowledgement(text: string, cues: ContextCues): string {
     if (after === '') return rest;
     rest = after;
   }
+}
+
+const INTERJECTION_END = /^[,.!;:]\s*/u;
+
+/**
+ * `text` after an opening of assent, thanks or no set off by punctuation ("ok, and ethereum?", "no. what
+ * about prod"), or `text` itself. Not after a follow-up's opening: "shorter, and less corporate" asks for
+ * less of what was written, not for "less corporate" of the request before.
+ */
+function afterInterjection(text: string, cues: ContextCues): string {
+  const opening = [cues.assent, cues.thanks, cues.declineAlone].map((phrases) => longestOpening(text, phrases)).reduce((longest, phrase) => (phrase.length > longest.length ? phrase : longest), '');
+  const gap = INTERJECTION_END.exec(text.slice(opening.length));
+  return opening === '' || gap === null ? text : text.slice(opening.length + gap[0].length);
+}
+
+/** The words after a turn's decline (see declinesOnly), or '' when there are none. */
+function afterDecline(text: string, cues: ContextCues): string {
+  const body = afterAcknowledgement(text, cues);
+  return body.slice(longestOpening(body, cues.decline).length).replace(LEADING_GAP, '');
 }
 
 /**
@@ -347,6 +397,11 @@ const HANGUL = /\p{Script=Hangul}/u;
 /** What may close a question without being part of it: emphasis, quotes, brackets, emoji, white space. */
 const TRAILING_DECORATION = /(?:[\s*_~`"')\]»\p{Extended_Pictographic}]|\u200d|\ufe0f)+$/u;
 
+/** Whether a turn closes on a question mark (ASCII, full-width or Arabic), emphasis, quotes and emoji after it aside. */
+function endsAsQuestion(text: string): boolean {
+  return /[?？؟]$/u.test(text.replace(TRAILING_DECORATION, ''));
+}
+
 /**
  * Whether an assistant turn (cleaned) closes on a question for a detail: its last sentence ends in a
  * question mark and holds one of `cues.clarify` and none of `cues.clarifyNot`, as whole words (anywhere
@@ -354,7 +409,7 @@ const TRAILING_DECORATION = /(?:[\s*_~`"')\]»\p{Extended_Pictographic}]|\u200d|
  */
 function asksForDetail(assistant: string, cues: ContextCues): boolean {
   const text = assistant.replace(TRAILING_DECORATION, '');
-  if (cues.clarify.length === 0 || !(text.endsWith('?') || text.endsWith('？'))) return false;
+  if (cues.clarify.length === 0 || !endsAsQuestion(text)) return false;
   const body = text.slice(0, -1);
   let start = body.length;
   while (start > 0 && !QUESTION_START.test(body.charAt(start - 1))) start -= 1;
@@ -381,7 +436,7 @@ const hasContent = (assistant: string): boolean => assistant.includes('```') || 
 function stanceOf(assistant: string | null, offered: boolean, content: boolean): 'none' | 'offer' | 'asks' | 'content' | 'said' {
   if (assistant === null) return 'none';
   if (offered) return 'offer';
-  if (assistant.endsWith('?') || assistant.endsWith('？')) return 'asks';
+  if (endsAsQuestion(assistant)) return 'asks';
   return content ? 'content' : 'said';
 }
 
@@ -421,7 +476,7 @@ function featuresInContext(turns: Turns, reading: ContextReading, shape: LatestS
     `cue:${cue}|${stance}|${continued}`,
     `words:${wordsBucket}|${stance}|${continued}`,
   ];
-  if (assistant?.endsWith('?')) names.push('assistant:asks');
+  if (assistant !== null && endsAsQuestion(assistant)) names.push('assistant:asks');
   if (content) names.push('assistant:content');
   const hashes = names.map((name) => fnv1a(name));
   const named = names.length;
@@ -458,20 +513,24 @@ export function classifyInContext(given: Turns, cues: ContextCues, model: Scorer
   const shape = shapeOf(reader.cleaned(turns.latest), cues);
   const { score, top } = model.score(featuresInContext(turns, reading, shape, reader.features(turns.latest)));
   const { kind } = shape;
-  // "teşekkürler, iyi geceler" closes the exchange, whatever the turns before it did.
-  if (shape.closing && own.triggers.length === 0 && own.step !== 'question') {
-    return rescored(own, { mode: 'ANSWER', trivial: false, confidence: 'NONE', step: 'context', debate: noDebate(), followed: 'decline' }, score, false, model.id, top);
-  }
   // "yes" to "want me to restart it?" asks for what was offered.
   if (offer !== null && shape.assent) {
     // An offer whose own words say nothing either way ("lock that too") goes on with the request before it.
     const offered = offer.step === 'default' && previous !== null ? previous : offer;
     return rescored(own, following(offered, 'offer'), score, false, model.id, top);
   }
+  // "teşekkürler, iyi geceler" closes the exchange, and "not right now" turns it down, whatever the turns
+  // before it did: an agent must not act on a no because its words look like a request.
+  const tail = shape.declineOnly ? afterDecline(shape.text, cues) : '';
+  const declined = shape.declineOnly && (tail === '' || (!DECLINE_OBJECT.test(tail) && classify(tail).triggers.length === 0));
+  if ((shape.closing || declined) && own.step !== 'question' && (declined || own.triggers.length === 0)) {
+    return rescored(own, { mode: 'ANSWER', trivial: false, confidence: 'NONE', step: 'context', debate: noDebate(), followed: 'decline' }, score, false, model.id, top);
+  }
   // "and tomorrow?" after a look-up asks for it again; "what about blueberries?" after an answer asks
   // again too. A question of its own after the opening ("and why?") or a trigger of its own is not that.
   const asked = previous ?? offer;
-  const rest = asked === null || kind === 'decline' || own.triggers.length > 0 ? null : ellipticalRest(shape.text, cues);
+  // After an interjection too: "ok, and ethereum?", "no, what about Berlin?".
+  const rest = asked === null || kind === 'decline' || own.triggers.length > 0 ? null : (ellipticalRest(shape.text, cues) ?? ellipticalRest(afterInterjection(shape.text, cues), cues));
   if (asked !== null && rest !== null && reader.classify(rest).step !== 'question') {
     return rescored(own, following(asked, previous ? 'previous' : 'offer'), score, false, model.id, top);
   }

@@ -67,10 +67,14 @@ export function expandBoundaries(pattern: string): string {
   return pattern.replaceAll('{<}', WORD_START).replaceAll('{>}', WORD_END);
 }
 
+/**
+ * A question's opening: after a markdown heading, quote or bullet mark, any run of `prefixes`, each maybe
+ * with a name after it ("hi claude, how do i …"), then one of `starts`.
+ */
 function questionSource(question: RuleSetData['question'], starts: readonly string[]): string {
   const prefixes = question.prefixes.map(phrase).join('|');
-  const lead = prefixes ? `(?:(?:${prefixes})[\\s,.:;!-]*\\s)*` : '';
-  return `^${lead}(${starts.map(phrase).join('|')})${WORD_END}`;
+  const lead = prefixes ? `(?:(?:${prefixes})(?:\\s+[a-z0-9_-]+,)?[\\s,.:;!-]*\\s)*` : '';
+  return `^(?:(?:#{1,6}|>|[-*])\\s+)?${lead}(${starts.map(phrase).join('|')})${WORD_END}`;
 }
 
 /**

@@ -281,16 +281,26 @@ describe('the conversation as context', () => {
   });
 
   it.each([
-    ['谢谢！顺便把它发给财务部的小李', '把发票导出成PDF', '已导出：发票_0612.pdf，在你的下载文件夹里。', '顺便把它发给财务部的小李'],
-    ['tack! skicka den till Maja också', 'exportera fakturan som pdf', 'Klart, fakturan ligger i Hämtade filer.', 'skicka den till maja ocksa'],
-    ['谢谢，辛苦了', '把发票导出成PDF', '已导出：发票_0612.pdf，在你的下载文件夹里。', null],
-  ])('the latest turn %j is read from after its thanks when more than a closing follows', (latest, previous, assistant, rest) => {
+    // Read whole, the thanks outweigh the request after them.
+    ['谢谢！顺便把它发给财务部的小李', '把发票导出成PDF', '已导出：发票_0612.pdf，在你的下载文件夹里。', '顺便把它发给财务部的小李', 'ANSWER'],
+    ['tack! skicka den till Maja också', 'exportera fakturan som pdf', 'Klart, fakturan ligger i Hämtade filer.', 'skicka den till maja ocksa', null],
+    ['谢谢，辛苦了', '把发票导出成PDF', '已导出：发票_0612.pdf，在你的下载文件夹里。', null, null],
+  ])('the latest turn %j is read from after its thanks when more than a closing follows', (latest, previous, assistant, rest, alone) => {
     const turns = { latest, previous, assistant };
     expect(afterThanks(turns, cues).latest).toBe(rest ?? latest);
-    if (rest !== null) {
-      expect(classifier.classify(latest).mode).toBe('ANSWER');
-      expect(classifier.classifyTurns(turns).mode).toBe('ACTION');
-    }
+    if (alone !== null) expect(classifier.classify(latest).mode).toBe(alone);
+    if (rest !== null) expect(classifier.classifyTurns(turns).mode).toBe('ACTION');
+  });
+
+  it.each([
+    ['not right now', 'ANSWER'],
+    ['hold up, one sec', 'ANSWER'],
+    ['no, maybe another time', 'ANSWER'],
+    // A decline's word with a request after it is that request, for the model to read.
+    ['wait, restart the worker first', 'ACTION'],
+  ])('after an offer to act, %j is %s', (latest, mode) => {
+    const turns = { latest, previous: 'the payments worker keeps timing out', assistant: 'Its connection pool is exhausted. Want me to raise the pool size and redeploy it?' };
+    expect(classifier.classifyTurns(turns).mode).toBe(mode);
   });
 
   it('thanks followed by a request of its own is that request', () => {
