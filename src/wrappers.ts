@@ -113,7 +113,8 @@ function planOf(wrappers: readonly Wrapper[]): WrapperPlan {
  * Removes agent scaffolding from a human turn. One pass over the text with indexOf, never a regex:
  * at each `<` the configured tags are compared in place. A closing tag is looked for once per opening
  * tag, from where the previous search for that tag ended, and a tag never closed is not looked for
- * again, so the work stays linear in the text however many unclosed tags it holds. An element without
+ * again, and the next `<` and newline are searched for only once the scan has passed the last ones
+ * found, so the work stays linear in the text whatever it holds. An element without
  * its closing tag (the text may be cut at the scan budget) is left as it is.
  */
 export function stripWrappers(text: string, wrappers: readonly Wrapper[]): Stripped {
@@ -140,6 +141,19 @@ export function stripWrappers(text: string, wrappers: readonly Wrapper[]): Strip
     nextClose.set(plan.name, at);
     return at;
   };
+  // Where the next `\n` and the next `<` at or after a position are, remembered: the scan only moves
+  // forward, so a search is redone only once the scan has passed the place it found. Searching afresh at
+  // every stop instead read the rest of the text each time, quadratic on one long line holding many `<`
+  // (minified HTML), or on many lines before the first `<`.
+  const ahead = (char: string) => {
+    let at = -2; // -2: not searched yet; -1: none further on.
+    return (from: number): number => {
+      if (at !== -1 && at < from) at = text.indexOf(char, from);
+      return at;
+    };
+  };
+  const newlineFrom = ahead('\n');
+  const ltFrom = ahead('<');
   const cut = (start: number, end: number) => {
     if (start > copyFrom) out.push(text.slice(copyFrom, start));
     copyFrom = end;
@@ -150,7 +164,7 @@ export function stripWrappers(text: string, wrappers: readonly Wrapper[]): Strip
     if (lineStart && lines.length > 0) {
       const line = lines.find((candidate) => text.startsWith(candidate.prefix, index));
       if (line) {
-        const newline = text.indexOf('\n', index);
+        const newline = newlineFrom(index);
         const end = newline === -1 ? text.length : newline + 1;
         cut(index, end);
         found.add(line.name);
@@ -159,8 +173,8 @@ export function stripWrappers(text: string, wrappers: readonly Wrapper[]): Strip
       }
     }
     if (text.charCodeAt(index) !== 60 /* < */) {
-      const nextLt = text.indexOf('<', index + 1);
-      const nextNl = lines.length > 0 ? text.indexOf('\n', index) : -1;
+      const nextLt = ltFrom(index + 1);
+      const nextNl = lines.length > 0 ? newlineFrom(index) : -1;
       // Jump to the next place anything can start: a `<`, or the start of a line when lines are configured.
       const candidates = [nextLt, nextNl === -1 ? -1 : nextNl + 1].filter((at) => at > index);
       if (candidates.length === 0) break;

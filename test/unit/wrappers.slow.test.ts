@@ -29,3 +29,25 @@ describe('stripWrappers', () => {
     }
   });
 });
+
+describe('stripWrappers on one long line', () => {
+  // A few MB of text in one turn is allowed (limits.bodyBytes is 10 MB) and is stripped whole, on the
+  // event loop. The searches for the next newline and `<` were once redone from every stop, which took
+  // tens of seconds on these inputs (the line wrapper makes every stop look for a newline). Linear, each
+  // takes a few hundred milliseconds; the bound leaves room for a busy two-core machine ten times over.
+  const BOUND_MS = 5_000;
+  const SIZE = 4_000_000;
+  const fill = (unit: string) => unit.repeat(Math.ceil(SIZE / unit.length)).slice(0, SIZE);
+  it.each([
+    ['minified HTML on one line', fill('<div class="row"><span>hi</span></div>')],
+    ['"a<" repeated', fill('a<')],
+    ['many lines before the first <', `${fill('\n')}<`],
+    ['many short lines each holding a <', fill('x<\n')],
+  ])('%s: 4 MB within 5 s', (_name, text) => {
+    strip(text.slice(0, 10_000));
+    const started = performance.now();
+    strip(text);
+    const elapsed = performance.now() - started;
+    expect(elapsed, `${elapsed.toFixed(0)} ms`).toBeLessThan(BOUND_MS);
+  }, 120_000);
+});
