@@ -71,4 +71,25 @@ describe('redactSecrets', () => {
     expect(shownText('src/\u001b]0;pwned\u0007app.ts')).toBe('src/]0;pwnedapp.ts');
     expect(previewOf('fix \u001b[31mthis\u202e now\u009b')).toBe('fix [31mthis now');
   });
+  it.each([
+    ['a key after another pair', 'a=password=x y', 'a=password=[REDACTED] y'],
+    ['a key after a dot, its value quoted', '.password: "hunter two" ok', '.password: [REDACTED] ok'],
+    ['a URL after a hyphen', '-https://u:p@h/x', '-https://u:[REDACTED]@h/x'],
+    ['the second URL of a stretch, up to its last @', 'ftp://x/https://u:pw@h@i/z', 'ftp://x/https://u:[REDACTED]@i/z'],
+    ['a JWT after a run that starts like one', 'x.eyJ-eyJhbGciOiJIUzI1.eyJzdWIiOiIx.sig', 'x.[REDACTED]'],
+    ['a key broken over two lines after a hyphen', 'foo-sk-abc\nABCDEFGHIJKLMNOPQRS', 'foo-[REDACTED]'],
+  ])('finds a secret where a run of key characters holds more than one place it could start (%s)', (_name, text, redacted) => {
+    expect(redactSecrets(text)).toBe(redacted);
+  });
+
+  it('a preview cut in the middle of an emoji leaves none of it, and a lone half of a pair is not shown', () => {
+    const lone = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+    for (let length = 8; length < 40; length += 1) {
+      const preview = previewOf(`deploy ${'🚀'.repeat(30)} now`, length);
+      expect(preview, `length ${length}`).not.toMatch(lone);
+      expect(preview.length).toBeLessThanOrEqual(length);
+    }
+    expect(previewOf('deploy 🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀 now', 31)).toBe('deploy 🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀…');
+    expect(shownText('fix\ud83d this\udc00 now')).toBe('fix this now');
+  });
 });
