@@ -64,7 +64,9 @@ export function corpusText(entry: CorpusLine): string {
  */
 export function evaluate(lines: readonly { line: number; entry: CorpusLine; decision: Decision }[]): EvalReport {
   const confusion: Record<Mode, Record<Mode, number>> = { ANSWER: { ANSWER: 0, ACTION: 0 }, ACTION: { ANSWER: 0, ACTION: 0 } };
-  const categories: Record<string, { total: number; correct: number; accuracy: number }> = {};
+  // Categories are the corpus's own strings: in a plain object, "__proto__" or "constructor" would name
+  // Object.prototype or Object itself, and their counts would be written onto every object there is.
+  const categories = new Map<string, { total: number; correct: number; accuracy: number }>();
   const misses: Miss[] = [];
   let correct = 0;
   let unsure = 0;
@@ -90,7 +92,11 @@ export function evaluate(lines: readonly { line: number; entry: CorpusLine; deci
       policyCorrect.action += 1;
     }
     const category = entry.category ?? 'uncategorised';
-    const bucket = (categories[category] ??= { total: 0, correct: 0, accuracy: 0 });
+    let bucket = categories.get(category);
+    if (bucket === undefined) {
+      bucket = { total: 0, correct: 0, accuracy: 0 };
+      categories.set(category, bucket);
+    }
     bucket.total += 1;
     if (right) {
       correct += 1;
@@ -108,7 +114,13 @@ export function evaluate(lines: readonly { line: number; entry: CorpusLine; deci
     }
     misses.push({ line, text: corpusText(entry), category, expected: entry.expected, got, kind, step: decision.step, triggers: decision.triggers.map((t) => `${t.rule}:${t.match}`) });
   }
-  for (const bucket of Object.values(categories)) bucket.accuracy = bucket.total ? bucket.correct / bucket.total : 0;
+  // The report keeps its JSON shape, an object by category, with no prototype: every category an own
+  // key of it, "__proto__" included, and nothing inherited read as a category.
+  const byCategory: Record<string, { total: number; correct: number; accuracy: number }> = Object.create(null);
+  for (const [name, bucket] of categories) {
+    bucket.accuracy = bucket.total ? bucket.correct / bucket.total : 0;
+    byCategory[name] = bucket;
+  }
 
   const total = lines.length;
   const accuracy = total ? correct / total : 0;
@@ -122,7 +134,7 @@ export function evaluate(lines: readonly { line: number; entry: CorpusLine; deci
   gates.passed = gates.accuracy && gates.falsePositiveRate && gates.falseNegatives;
   const sure = total - unsure;
   return {
-    total, correct, accuracy, falsePositives, falsePositiveRate, falseNegatives, confusion, categories, misses, gates,
+    total, correct, accuracy, falsePositives, falsePositiveRate, falseNegatives, confusion, categories: byCategory, misses, gates,
     unsure: { count: unsure, rate: total ? unsure / total : 0, sureAccuracy: sure ? sureCorrect / sure : 0 },
     policies: { answer: total ? policyCorrect.answer / total : 0, action: total ? policyCorrect.action / total : 0 },
   };

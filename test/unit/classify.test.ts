@@ -681,6 +681,18 @@ describe('evaluate', () => {
     expect(report.gates).toEqual({ accuracy: false, falsePositiveRate: false, falseNegatives: false, passed: false });
   });
 
+  it('counts categories named like Object.prototype\'s members as any other, and leaves every object as it was', () => {
+    const names = ['__proto__', 'constructor', 'toString', 'hasOwnProperty'];
+    const report = evaluate(names.map((category, index) => ({ line: index + 1, entry: { text: 'x', expected: 'ANSWER', category }, decision: decide('ANSWER') })));
+    const counted = { total: 1, correct: 1, accuracy: 1 };
+    expect(Object.keys(report.categories)).toEqual(names);
+    for (const name of names) expect(Object.getOwnPropertyDescriptor(report.categories, name)?.value).toEqual(counted);
+    expect(JSON.parse(JSON.stringify(report)).categories).toEqual(JSON.parse(JSON.stringify(Object.fromEntries(names.map((name) => [name, counted])))));
+    const fresh: Record<string, unknown> = {};
+    expect([fresh.total, fresh.correct, fresh.accuracy]).toEqual([undefined, undefined, undefined]);
+    expect(Object.prototype.toString.call([])).toBe('[object Array]');
+  });
+
   it('a line labelled trivial is only right on the fast path', () => {
     const report = evaluate([
       { line: 1, entry: { text: 'pwd', expected: 'ACTION', trivial: true }, decision: decide('ACTION', false) },
