@@ -3,8 +3,8 @@ import type { Decision, Mode } from './decision.js';
 
 const ChatMessage = z.looseObject({ role: z.string(), content: z.unknown() });
 
-/** One labelled corpus line: a message (`text`) or a conversation (`messages`, OpenAI chat shape) whose last user turn is labelled. */
-export const CorpusLineSchema = z
+/** The fields of a corpus line. Other keys are allowed (corpora carry notes such as `why`) and ignored. */
+const CorpusLineFields = z
   .object({
     text: z.string().optional(),
     messages: z.array(ChatMessage).min(1).optional(),
@@ -15,7 +15,61 @@ export const CorpusLineSchema = z
     trivial: z.boolean().optional(),
     lang: z.string().optional(),
   })
-  .refine((line) => (line.text === undefined) !== (line.messages === undefined), 'a line has "text" or "messages", one of the two');
+  .refine((line) => (line.text === undefined) !== (line.messages === undefined), 'a line has "text" or "messages", one of the two')
+  // data/LABELLING.md: needs_ops is false "for every ANSWER line". True there contradicts the label, and
+  // the gate it carries (zero false negatives) would count the line's correct routing as a miss.
+  .refine((line) => !(line.needs_ops === true && line.expected === 'ANSWER'), {
+    path: ['needs_ops'],
+    message: 'true on a line expected ANSWER: needs_ops marks a message only tool work can serve (data/LABELLING.md); label it ACTION or set needs_ops to false',
+  });
+
+const FIELD_NAMES = Object.keys(CorpusLineFields.shape);
+/** A key as it is likely mistyped: case, `-` and `_` dropped. */
+const looseForm = (key: string): string => key.toLowerCase().replace(/[-_\s]/g, '');
+
+/** Whether `a` becomes `b` by one inserted, dropped, changed or swapped character. */
+function oneEditApart(a: string, b: string): boolean {
+  if (Math.abs(a.length - b.length) > 1 || a === b) return false;
+  let start = 0;
+  while (start < a.length && a[start] === b[start]) start += 1;
+  let endA = a.length;
+  let endB = b.length;
+  while (endA > start && endB > start && a[endA - 1] === b[endB - 1]) {
+    endA -= 1;
+    endB -= 1;
+  }
+  const restA = a.slice(start, endA);
+  const restB = b.slice(start, endB);
+  if (restA.length <= 1 && restB.length <= 1) return true;
+  return restA.length === 2 && restB.length === 2 && restA[0] === restB[1] && restA[1] === restB[0];
+}
+
+/**
+ * The field an unknown key was probably meant to be: the same once case, `-` and `_` are set aside
+ * ("needs-ops", "Expected"), or, for the longer names, one typo away ("catgory"). Null for a key that
+ * is no such slip, which a line may carry.
+ */
+function meantField(key: string): string | null {
+  if (FIELD_NAMES.includes(key)) return null;
+  const loose = looseForm(key);
+  return FIELD_NAMES.find((field) => looseForm(field) === loose || (looseForm(field).length >= 6 && oneEditApart(looseForm(field), loose))) ?? null;
+}
+
+/**
+ * One labelled corpus line: a message (`text`) or a conversation (`messages`, OpenAI chat shape) whose
+ * last user turn is labelled. A key that is a slip for a field is refused: ignored, "needs-ops" would
+ * silently turn off the false-negative gate for its line.
+ */
+export const CorpusLineSchema = z
+  .unknown()
+  .superRefine((value, context) => {
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) return;
+    for (const key of Object.keys(value)) {
+      const meant = meantField(key);
+      if (meant !== null) context.addIssue({ code: 'custom', path: [key], message: `unknown key, did you mean "${meant}"? (spelt otherwise, it is ignored)` });
+    }
+  })
+  .pipe(CorpusLineFields);
 export type CorpusLine = z.infer<typeof CorpusLineSchema>;
 
 /** The seed's quality gates. */

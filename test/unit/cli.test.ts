@@ -272,6 +272,32 @@ describe('eval', () => {
     expect(run.stdout).toBe('');
   });
 
+  it('a corpus line with a misspelt key → exit 2, naming the line, the key and the key it meant; other keys are allowed', () => {
+    const file = tempFile(
+      'misspelt.jsonl',
+      jsonl([
+        { text: 'what is a mutex?', expected: 'ACTION', 'needs-ops': true },
+        { text: 'what is a mutex?', Expected: 'ANSWER', why: 'a note' },
+        { text: 'what is a mutex?', expected: 'ANSWER', catgory: 'conceptual' },
+        { text: 'what is a mutex?', expected: 'ANSWER', needs_ops: false, category: 'conceptual', why: 'a note', source: 'x' },
+      ]),
+    );
+    const run = cli(['eval', file]);
+    expect(run.status).toBe(2);
+    expect(run.stderr).toContain(`${file}:1: needs-ops: unknown key, did you mean "needs_ops"?`);
+    expect(run.stderr).toContain(`${file}:2: Expected: unknown key, did you mean "expected"?`);
+    expect(run.stderr).toContain(`${file}:3: catgory: unknown key, did you mean "category"?`);
+    expect(run.stderr).not.toContain(`${file}:4`);
+    expect(run.stdout).toBe('');
+  });
+
+  it('needs_ops true on a line expected ANSWER → exit 2: LABELLING.md makes needs_ops false on every ANSWER line', () => {
+    const file = tempFile('needs-ops-answer.jsonl', jsonl([{ text: 'what is a mutex?', expected: 'ANSWER', needs_ops: true }]));
+    const run = cli(['eval', file]);
+    expect(run.status).toBe(2);
+    expect(run.stderr).toContain(`${file}:1: needs_ops: true on a line expected ANSWER`);
+  });
+
   it('an empty or blank-only corpus → exit 2 (bad input, not a failed gate), saying it has no labelled lines', () => {
     for (const [name, text] of [['empty.jsonl', ''], ['blank.jsonl', '\n\n  \n']] as const) {
       const file = tempFile(name, text);
