@@ -168,11 +168,12 @@ async function classifyCommand(args: string[], values: { json?: boolean | undefi
 async function evalCommand(args: string[], values: { json?: boolean | undefined; rules?: string | undefined; engine?: string | undefined; 'rules-only'?: boolean | undefined; 'report-only'?: boolean | undefined }): Promise<number> {
   const [file] = args;
   if (!file || args.length > 1) throw new UsageError('eval takes one corpus file, e.g. task-router eval test/corpus/messages.jsonl');
-  const classifier = await loadClassifier(values);
+  // The corpus first: a bad file is reported before the rules are compiled.
   const corpus = await readCorpus(file);
   // No lines is no measurement: a gate failed at 0/0 (or passed, with --report-only) would hide a
   // truncated or misnamed file behind a quality verdict.
   if (corpus.length === 0) throw new Error(`${file} has no labelled lines (it is empty or blank): a corpus has one JSON line per message, {"text" or "messages", "expected": "ANSWER"|"ACTION"}`);
+  const classifier = await loadClassifier(values);
   const report = evaluate(corpus.map(({ line, entry }) => {
     const turns = corpusTurns(entry);
     if (turns === null) throw new UsageError(`${file}:${line}: no words of the user (a "messages" line needs a user turn with text, and scaffolding alone is not text)`);
