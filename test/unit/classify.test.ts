@@ -711,3 +711,42 @@ describe('evaluate', () => {
     expect(empty.gates.passed).toBe(false);
   });
 });
+
+describe('decisions handed out by the classifier', () => {
+  /** Every object and array in a decision, nested ones included. */
+  const objectsOf = (value: unknown, into: object[] = []): object[] => {
+    if (typeof value === 'object' && value !== null) {
+      into.push(value);
+      for (const inner of Object.values(value)) objectsOf(inner, into);
+    }
+    return into;
+  };
+  const text = 'delete the old backups on the prod server';
+
+  it.each([
+    ['without a clock', {}],
+    ['with a clock', { now: () => performance.now() }],
+  ])('share no object between calls for the same text, so editing one changes nothing later calls get (%s)', (_name, options) => {
+    const classifier = createClassifier(options);
+    const first = classifier.classify(text);
+    const second = classifier.classify(text);
+    const expected = JSON.parse(JSON.stringify(second)) as Decision;
+    expect(first.triggers.length).toBeGreaterThan(0);
+    const shared = new Set(objectsOf(first));
+    expect(objectsOf(second).filter((object) => shared.has(object))).toEqual([]);
+    for (const decision of [first, second]) {
+      decision.mode = 'ANSWER';
+      for (const trigger of decision.triggers) trigger.match = '[edited]';
+      decision.triggers.length = 0;
+      decision.debate.verdict = 'NONE';
+      decision.debate.reasons.length = 0;
+      decision.scan.length = -1;
+      decision.features.length = 0;
+    }
+    const later = classifier.classify(text);
+    const { micros: _ignored, ...laterWithoutTime } = later;
+    const { micros: _alsoIgnored, ...expectedWithoutTime } = expected;
+    expect(laterWithoutTime).toEqual(expectedWithoutTime);
+    expect(classifier.classifyTurns({ latest: text, previous: null, assistant: null }).mode).toBe('ACTION');
+  });
+});
