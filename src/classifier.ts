@@ -9,7 +9,7 @@ import defaultLexicon from '../config/lexicon.json' with { type: 'json' };
 import { classifyText, cleanedText, readRules, scorerFeatures } from './classify.js';
 import { classifyInContext, offerIn, offerTail, type ContextCues, type TurnReader, type Turns } from './context.js';
 import type { Decision, Trigger } from './decision.js';
-import type { EngineName, RegexEngine } from './engines/engine.js';
+import { ENGINE_NAMES, type EngineName, type RegexEngine } from './engines/engine.js';
 import { re2jsEngine } from './engines/re2js.js';
 import { re2wasmEngine } from './engines/re2wasm.js';
 import type { MessageFeatures } from './features.js';
@@ -58,8 +58,11 @@ export const CACHE_TEXT_LENGTH = 4096;
 export interface Classifier {
   /** Routes one message on its own. The decision is the caller's own: nothing in it is shared with another call. */
   classify(text: string): Decision;
-  /** Routes the latest human turn in the light of the conversation (step `context` when it is a follow-up). */
-  classifyTurns(turns: Turns): Decision;
+  /**
+   * Routes the latest human turn in the light of the conversation (step `context` when it is a
+   * follow-up). A turn left out (`previous`, `assistant`) is read as none, like null.
+   */
+  classifyTurns(turns: TurnsGiven): Decision;
   /** The names of the scorer's features of a message (what explanations show). */
   features(text: string): string[];
   /** The scorer's features of a message as it reads them (what training reads). */
@@ -70,6 +73,59 @@ export interface Classifier {
   readonly engine: EngineName;
   /** Id of the scorer weights; null when the rules alone decide. */
   readonly scorerId: string | null;
+}
+
+/** The turns classifyTurns takes: the latest human turn, and the two before it when there are any. */
+export interface TurnsGiven {
+  readonly latest: string;
+  readonly previous?: string | null | undefined;
+  readonly assistant?: string | null | undefined;
+}
+
+/** A value as an error message shows it: its kind, and a short look at it. */
+function described(value: unknown): string {
+  if (value === null || value === undefined) return String(value);
+  if (Array.isArray(value)) return `an array of ${value.length}`;
+  if (typeof value === 'object') return `an object with keys ${JSON.stringify(Object.keys(value).slice(0, 6))}`;
+  if (typeof value === 'function') return 'a function';
+  const shown = String(value);
+  return `${typeof value} ${shown.length > 40 ? `${shown.slice(0, 40)}…` : shown}`;
+}
+
+/**
+ * The text given to classify, checked: called from JavaScript with a request object or nothing, the
+ * classifier would read it as an empty message and answer ANSWER, or fail deep inside with a message
+ * about `length`.
+ */
+function textOf(value: unknown, where: string): string {
+  if (typeof value === 'string') return value;
+  throw new TypeError(`${where} expects the message's text as a string, got ${described(value)}: pass the text itself (of a chat body, its latest user turn)`);
+}
+
+function turnsOf(given: unknown): Turns {
+  if (typeof given !== 'object' || given === null || Array.isArray(given)) {
+    throw new TypeError(`classifyTurns(turns) expects an object { latest, previous?, assistant? } of strings, got ${described(given)}`);
+  }
+  const { latest, previous, assistant } = given as Record<string, unknown>;
+  const other = (value: unknown, name: string): string | null => {
+    if (value === undefined || value === null) return null;
+    if (typeof value === 'string') return value;
+    throw new TypeError(`classifyTurns(turns): turns.${name} is the ${name === 'previous' ? 'human turn before the latest' : "assistant's last turn"} as a string, or null when there is none; got ${described(value)}`);
+  };
+  return { latest: textOf(latest, 'classifyTurns(turns): turns.latest'), previous: other(previous, 'previous'), assistant: other(assistant, 'assistant') };
+}
+
+/** The engine the option names; an unknown name or an object that is not an engine is refused here, where it is clear. */
+function engineOf(option: unknown): RegexEngine {
+  if (option === undefined) return ENGINES.re2js;
+  if (typeof option === 'string' && Object.hasOwn(ENGINES, option)) return ENGINES[option as EngineName];
+  if (typeof option === 'object' && option !== null) {
+    const candidate = option as Partial<Record<keyof RegexEngine, unknown>>;
+    const named = typeof candidate.name === 'string' && (ENGINE_NAMES as readonly string[]).includes(candidate.name);
+    if (named && typeof candidate.compile === 'function' && typeof candidate.maxInput === 'number') return option as RegexEngine;
+  }
+  const given = typeof option === 'string' ? JSON.stringify(option) : `(${described(option)}, not an engine with name, maxInput and compile())`;
+  throw new Error(`unknown regex engine ${given}: use one of ${Object.keys(ENGINES).join(', ')}`);
 }
 
 const copyOfTrigger = (trigger: Trigger): Trigger => ({ ...trigger });
@@ -96,8 +152,7 @@ function copyOf(decision: Decision): Decision {
  * every invalid rule, or ScorerError saying what is wrong with the weights.
  */
 export function createClassifier(options: ClassifierOptions = {}): Classifier {
-  const engine = typeof options.engine === 'object' ? options.engine : ENGINES[options.engine ?? 're2js'];
-  if (!engine) throw new Error(`unknown regex engine "${String(options.engine)}": use one of ${Object.keys(ENGINES).join(', ')}`);
+  const engine = engineOf(options.engine);
   const scanBudget = options.scanBudget ?? DEFAULT_SCAN_BUDGET;
   if (!Number.isInteger(scanBudget) || scanBudget < 256) throw new Error(`scanBudget must be a whole number of at least 256 characters, got ${scanBudget}`);
   const compiled: CompiledRuleSet = compileRuleSet(options.rules === undefined ? defaultRuleSet : options.rules, engine);
@@ -110,6 +165,7 @@ export function createClassifier(options: ClassifierOptions = {}): Classifier {
   const known = createTextCache<{ readonly decision: Decision; features: MessageFeatures | null }>(cacheEntries, CACHE_TEXT_LENGTH);
   const now = options.now;
   const classify = (text: string): Decision => {
+    textOf(text, 'classify(text)');
     const started = now?.();
     const entry = known.get(text);
     if (entry === undefined) {
@@ -145,7 +201,10 @@ export function createClassifier(options: ClassifierOptions = {}): Classifier {
   const reader: TurnReader = { classify, features: hashedFeatures, cleaned, offer: offerOf };
   return {
     classify,
-    classifyTurns: (turns) => (contextModel === null || cues === null ? classify(turns.latest) : classifyInContext(turns, cues, contextModel, reader)),
+    classifyTurns: (given) => {
+      const turns = turnsOf(given);
+      return contextModel === null || cues === null ? classify(turns.latest) : classifyInContext(turns, cues, contextModel, reader);
+    },
     features: (text) => featureNames(hashedFeatures(text)),
     hashedFeatures,
     cleaned,

@@ -8,6 +8,7 @@ import {
   CorpusLineSchema,
   createClassifier,
   DecisionSchema,
+  ENGINES,
   evaluate,
   type Classifier,
   type Decision,
@@ -748,5 +749,39 @@ describe('decisions handed out by the classifier', () => {
     const { micros: _alsoIgnored, ...expectedWithoutTime } = expected;
     expect(laterWithoutTime).toEqual(expectedWithoutTime);
     expect(classifier.classifyTurns({ latest: text, previous: null, assistant: null }).mode).toBe('ACTION');
+  });
+});
+
+describe('the core API says what was wrong with what it was given', () => {
+  it.each([
+    ['undefined', undefined, 'got undefined'],
+    ['null', null, 'got null'],
+    ['a number', 123, 'got number 123'],
+    ['a request object', { text: 'deploy the api to prod' }, 'got an object with keys ["text"]'],
+  ])('classify(%s) throws a TypeError naming what it got and that it expects a string', (_name, value, got) => {
+    const call = () => classify(value as unknown as string);
+    expect(call).toThrow(TypeError);
+    expect(call).toThrow(`classify(text) expects the message's text as a string, ${got}`);
+  });
+
+  it('classifyTurns reads a turn left out as none, and refuses turns that are not strings', () => {
+    expect(withScorer.classifyTurns({ latest: 'deploy the api to prod' })).toEqual(withScorer.classifyTurns({ latest: 'deploy the api to prod', previous: null, assistant: null }));
+    const offered = withScorer.classifyTurns({ latest: 'yes', assistant: 'Want me to deploy the api to prod?' });
+    expect(offered).toMatchObject({ mode: 'ACTION', step: 'context' });
+    expect(() => withScorer.classifyTurns(undefined as unknown as { latest: string })).toThrow('classifyTurns(turns) expects an object { latest, previous?, assistant? } of strings, got undefined');
+    expect(() => withScorer.classifyTurns({ latest: 42 as unknown as string })).toThrow(TypeError);
+    expect(() => withScorer.classifyTurns({ latest: 'yes', previous: 7 as unknown as string })).toThrow('turns.previous is the human turn before the latest as a string, or null');
+  });
+
+  it.each([
+    ['an unknown name', 'pcre', 'unknown regex engine "pcre": use one of re2js, re2-wasm'],
+    ['a name inherited from Object', 'toString', 'unknown regex engine "toString": use one of re2js, re2-wasm'],
+    ['an object that is no engine', {}, 'not an engine with name, maxInput and compile()): use one of re2js, re2-wasm'],
+  ])('createClassifier refuses %s as its engine, naming the engines there are', (_name, engine, message) => {
+    expect(() => createClassifier({ engine: engine as unknown as 're2js' })).toThrow(message);
+  });
+
+  it('createClassifier takes an engine object', () => {
+    expect(createClassifier({ engine: ENGINES['re2-wasm'] }).engine).toBe('re2-wasm');
   });
 });
