@@ -369,6 +369,21 @@ async function initCommand(args: string[], values: { force?: boolean | undefined
   return 0;
 }
 
+/**
+ * check, serve and train take no positional argument. parseArgs accepts any, so `check soft.yaml` would
+ * check the default configuration and `serve soft.yaml` serve it, both silently: refused instead, with
+ * the option the argument was most likely meant for.
+ */
+function refuseArguments(command: string, args: readonly string[]): void {
+  const [first] = args;
+  if (first === undefined) return;
+  const shown = /\s/.test(first) ? `"${first}"` : first;
+  const hint = command === 'train'
+    ? 'train reads no file: it trains from data/training.json (--rules FILE trains with another rule set)'
+    : `did you mean --config ${shown}?`;
+  throw new UsageError(`unexpected argument "${first}": ${hint}`);
+}
+
 async function main(argv: string[]): Promise<number> {
   let parsed;
   try {
@@ -400,12 +415,15 @@ async function main(argv: string[]): Promise<number> {
     case 'eval':
       return evalCommand(rest, values);
     case 'check':
+      refuseArguments(command, rest);
       return checkCommand(values);
     case 'serve':
+      refuseArguments(command, rest);
       return serveCommand(values);
     case 'init':
       return initCommand(rest, values);
     case 'train':
+      refuseArguments(command, rest);
       return trainCommand(values, values.rules ? await readDataFile(values.rules) : undefined);
     default:
       throw new UsageError(`unknown command "${command}"`);

@@ -16,12 +16,12 @@ interface Run {
   stderr: string;
 }
 
-function cli(args: string[], input?: string): Run {
+function cli(args: string[], input?: string, timeout = 60_000): Run {
   const result = spawnSync(process.execPath, [main, ...args], {
     cwd: root,
     input,
     encoding: 'utf8',
-    timeout: 60_000,
+    timeout,
     env: { ...process.env, TASK_ROUTER_CONFIG: '' },
   });
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
@@ -370,6 +370,29 @@ describe('check, usage and errors', () => {
     expect(run.status).toBe(2);
     expect(run.stderr).toMatch(/unknown command "frobnicate"/);
     expect(run.stderr).toMatch(/usage/);
+  });
+
+  // `check FILE` and `serve FILE` (as `init FILE` takes it) used to ignore FILE and check or serve the
+  // default configuration, exit 0: a broken file passed as "ok" and a soft-routing file was served hard.
+  it('check, serve and train refuse a positional argument → exit 2, pointing at --config', () => {
+    const broken = tempFile('broken.yaml', 'routing:\n  hard: not-a-boolean\n');
+    for (const command of ['check', 'serve']) {
+      // Port 0 and a bound on the run: serve that ignored the argument would otherwise serve on.
+      const run = cli([command, broken, ...(command === 'serve' ? ['--port', '0'] : [])], undefined, 20_000);
+      expect(run.status, `${command}: ${run.stderr}`).toBe(2);
+      expect(run.stderr).toContain(`unexpected argument "${broken}": did you mean --config ${broken}?`);
+      expect(run.stdout).toBe('');
+    }
+    const spaced = cli(['check', 'my config.yaml']);
+    expect(spaced.status).toBe(2);
+    expect(spaced.stderr).toContain('did you mean --config "my config.yaml"?');
+    const train = cli(['train', 'data.jsonl', '--check']);
+    expect(train.status).toBe(2);
+    expect(train.stderr).toMatch(/unexpected argument "data\.jsonl": train reads no file/);
+    // The same file with --config is read, and its error named.
+    const withOption = cli(['check', '--config', broken]);
+    expect(withOption.status).toBe(2);
+    expect(withOption.stderr).toContain('routing.hard');
   });
 
   it('an unknown option → exit 2', () => {
