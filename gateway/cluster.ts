@@ -160,7 +160,7 @@ export async function startCluster(options: ClusterOptions): Promise<RunningClus
   const changed = () => {
     reloadAll('watch');
     // The file may now name another rule set or prompt folder: watch those from here on.
-    loadConfig(loaded.file, options.env).then((next) => {
+    loadConfig(loaded.file, options.env, { refuseEmpty: true }).then((next) => {
       loaded = next;
       if (!shuttingDown) watch();
     }, () => {

@@ -247,12 +247,26 @@ function documentKind(value: unknown): string {
   return `a ${typeof value}, ${String(value)}`;
 }
 
+/** How loadConfig reads a file. */
+export interface LoadOptions {
+  /**
+   * Refuse a document with nothing in it (an empty file, blanks or comments only). At start such a file
+   * means every default, as documented; on a reload it is far likelier a save caught half-way (editors
+   * and configuration tools truncate before they write), and reading it as every default would flip
+   * hard routing on and swap in the shipped rules and prompts until the next save.
+   */
+  readonly refuseEmpty?: boolean;
+}
+
 /**
  * The settings a configuration document holds: a mapping. An empty file (or one of comments only)
- * reads as null and means every default, as documented; one value or a list is a mistake (a line
- * such as "routing.hard=false" is a YAML string), not an empty configuration.
+ * reads as null and means every default, as documented, unless `refuseEmpty`; one value or a list is
+ * a mistake (a line such as "routing.hard=false" is a YAML string), not an empty configuration.
  */
-function settingsOf(raw: unknown, file: string): Record<string, unknown> {
+function settingsOf(raw: unknown, file: string, refuseEmpty: boolean): Record<string, unknown> {
+  if ((raw === null || raw === undefined) && refuseEmpty) {
+    throw new ConfigError(file, [`${file} is empty (or holds only blanks and comments), as a file being saved is for a moment: the previous configuration keeps serving. To go back to every default, write {} in the file, or restart with the empty file`]);
+  }
   if (raw === null || raw === undefined) return {};
   if (typeof raw === 'object' && !Array.isArray(raw)) return raw as Record<string, unknown>;
   throw new ConfigError(file, [`${file} holds ${documentKind(raw)}, where a mapping of settings (key: value lines, e.g. "routing:" then "  hard: false"; in JSON an object, {"routing": {"hard": false}}) is expected`]);
@@ -299,7 +313,7 @@ function applyEnv(raw: Record<string, unknown>, env: NodeJS.ProcessEnv, issues: 
 }
 
 /** Reads, overlays the environment on and validates a configuration file; throws ConfigError naming every bad field. */
-export async function loadConfig(file: string = DEFAULT_CONFIG_FILE, env: NodeJS.ProcessEnv = {}): Promise<LoadedConfig> {
+export async function loadConfig(file: string = DEFAULT_CONFIG_FILE, env: NodeJS.ProcessEnv = {}, options: LoadOptions = {}): Promise<LoadedConfig> {
   file = resolve(file);
   let raw: unknown;
   try {
@@ -308,7 +322,7 @@ export async function loadConfig(file: string = DEFAULT_CONFIG_FILE, env: NodeJS
     throw new ConfigError(file, [(error as Error).message]);
   }
   const issues: string[] = [];
-  const parsed = ConfigSchema.safeParse(applyEnv(settingsOf(raw, file), env, issues));
+  const parsed = ConfigSchema.safeParse(applyEnv(settingsOf(raw, file, options.refuseEmpty ?? false), env, issues));
   if (!parsed.success) {
     for (const issue of parsed.error.issues) issues.push(`${issue.path.join('.') || '(root)'}: ${issue.message}`);
   }

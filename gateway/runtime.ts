@@ -127,7 +127,8 @@ export class RoutingRuntime {
   async #reload(trigger: string, reach: ReloadReach): Promise<ReloadResult> {
     let result: ReloadResult;
     try {
-      const loaded = await loadConfig(this.#loaded.file, withoutStartFlag(this.env));
+      // An empty file on a reload is a save caught half-way, not a request for every default.
+      const loaded = await loadConfig(this.#loaded.file, withoutStartFlag(this.env), { refuseEmpty: true });
       const next = await buildSnapshot(loaded);
       const fileFlagChanged = loaded.config.routing.hard !== this.#fileHard;
       const hardRouting = fileFlagChanged ? loaded.config.routing.hard : this.#snapshot.hardRouting;

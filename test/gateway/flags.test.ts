@@ -65,6 +65,9 @@ describe('ENABLE_HARD_ROUTING', () => {
 describe('reloads that fail keep the last good configuration', () => {
   const breakages: [string, (text: string) => string, RegExp][] = [
     ['bad YAML', (text) => `${text}\nrouting: [unclosed\n`, /not valid YAML/],
+    // A save caught half-way: read as every default it would swap in the shipped rules and prompts.
+    ['an empty file', () => '', /is empty \(or holds only blanks and comments\).*previous configuration keeps serving/],
+    ['blanks and comments only', () => '# being saved\n\n   \n# more\n', /is empty \(or holds only blanks and comments\)/],
     ['a field of the wrong type', (text) => text.replace(/strategy: replace/, 'strategy: sideways'), /routing\.strategy/],
     ['a missing prompt folder', (text) => text.replace(/^prompts: .*/m, 'prompts: /nonexistent/prompts'), /prompt file .*answer\.md cannot be read/],
     ['a rule set that does not compile', (text) => text.replace(/^rules: .*/m, `rules: ${join(dir, 'bad-rules.json')}`), /rule "broken\.lookahead".*does not compile/],
@@ -94,6 +97,14 @@ describe('reloads that fail keep the last good configuration', () => {
     expect(lastReload.errors.join('\n')).toMatch(reason);
     const routed = await chat(gateway.url);
     expect(routed).toMatchObject({ status: 200, routing: 'hard', mode: 'ACTION' });
+  });
+
+  it('an empty file at start is every default, as documented', async () => {
+    const file = join(dir, 'empty-at-start.yaml');
+    await writeFile(file, '# nothing set yet\n');
+    gateway = await startGateway({ configFile: file, env: { PORT: '0' } });
+    expect(gateway.runtime.config.routing.hard).toBe(true);
+    expect(gateway.runtime.lastReload).toMatchObject({ ok: true, trigger: 'start' });
   });
 
   it('a good reload swaps the config hash and reports settings that need a restart', async () => {

@@ -108,6 +108,37 @@ describe('the watch', () => {
     await until(async () => (await hardRoutingOf(gateway?.url ?? '')) === false, 'the edit through the link applied');
   });
 
+  // Editors and configuration tools often truncate the file and then write it: the watch can catch it
+  // empty. Read as every default, that moment flipped hard routing on and swapped in the shipped
+  // prompts until the next save; it is rejected as a bad YAML is, and the running config stays.
+  it('rejects the file caught empty during a save, keeping the configuration serving', async () => {
+    const folder = join(dir, 'prompts');
+    await cp(join(ROOT, 'prompts'), folder, { recursive: true });
+    await setInFile(join(folder, 'soft-router.md'), [/^# .*$/m, '# Custom soft router']);
+    const file = await writeFlagsConfig(dir, 'saved.yaml', { hard: false });
+    await setInFile(file, [/^prompts: .*$/m, `prompts: ${folder}`]);
+    const good = await readFile(file, 'utf8');
+    gateway = await startGateway({ configFile: file });
+    const { url, runtime } = gateway;
+    const servesTheFile = async () => {
+      expect(await hardRoutingOf(url)).toBe(false);
+      const res = await chat(url);
+      expect(res.routing).toBe('soft');
+      expect(res.body).toContain('# Custom soft router');
+    };
+    await servesTheFile();
+    for (const empty of ['', '# saving\n\n   \n']) {
+      await writeFile(file, empty);
+      await until(async () => runtime.lastReload.trigger === 'watch' && !runtime.lastReload.ok, 'the watch to reject the empty file', 15_000);
+      expect(runtime.lastReload.errors.join('\n')).toMatch(/is empty/);
+      await servesTheFile();
+      // The second half of the save: the file is read again.
+      await writeFile(file, good);
+      await until(async () => runtime.lastReload.ok, 'the saved file to be reloaded', 15_000);
+      await servesTheFile();
+    }
+  });
+
   it("sees a Kubernetes ConfigMap update: the mounted folder's ..data link swapped to a new folder", async () => {
     const mount = join(dir, 'mount');
     await mkdir(mount);
