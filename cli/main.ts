@@ -85,6 +85,17 @@ FILE ends in .yaml or .yml, or in .json for the same settings as JSON (which has
 Refuses to overwrite an existing file unless --force. Then: task-router serve --config FILE`,
 };
 
+/**
+ * How long a stopped gateway's process may take to exit by itself before it is ended. A log write the
+ * shutdown gave up on (a hung disk or mount) may still be going, and would keep the process alive.
+ */
+const EXIT_AFTER_STOP_MS = 1_000;
+
+/** Exits with `code` if the process has not ended by itself shortly after the gateway stopped. */
+function exitSoon(code: number): void {
+  setTimeout(() => process.exit(code), EXIT_AFTER_STOP_MS).unref();
+}
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 const OPTIONS = {
@@ -284,6 +295,7 @@ async function serveCommand(values: ServeValues): Promise<number> {
   process.off('SIGINT', hurry);
   process.off('SIGTERM', hurry);
   log.info('task-router stopped');
+  exitSoon(0);
   return 0;
 }
 
@@ -312,6 +324,7 @@ async function serveWorker(values: ServeValues, env: NodeJS.ProcessEnv, log: Log
   log.info('worker stopped');
   // The IPC channel would keep the process alive.
   if (process.connected) process.disconnect();
+  exitSoon(0);
   return 0;
 }
 

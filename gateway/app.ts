@@ -56,6 +56,31 @@ export interface GatewayAppOptions {
   readonly lastReload?: () => ReloadStatus;
 }
 
+/**
+ * Least time the log files get to be written out at shutdown, even when the responses in flight took
+ * the whole grace: a healthy disk needs milliseconds, and the lines of the last requests are worth them.
+ */
+const LOG_FLUSH_MIN_MS = 1_000;
+/** Longest close() waits for the log files (outside a drain, which gives them what is left of its grace). */
+const CLOSE_LOG_FLUSH_MS = 5_000;
+
+/** Why the wait for the log files was given up, for the warning that counts the lines dropped. */
+function logWaitEnded(ms: number | null): Error {
+  return new Error(ms === null
+    ? 'a second signal cut the shutdown short while the log files were being written'
+    : `the log files were not written within ${ms} ms of closing: the disk or mount holding logging.dir is not answering`);
+}
+
+/**
+ * A signal that aborts after `ms`, saying why. Its timer does not keep the process alive: a write still
+ * under way does, until the timer ends the wait for it.
+ */
+function logDeadline(ms: number): AbortSignal {
+  const controller = new AbortController();
+  setTimeout(() => controller.abort(logWaitEnded(ms)), ms).unref();
+  return controller.signal;
+}
+
 const ADMIN_ANSWER: Readonly<Record<'off' | 'elsewhere', string>> = {
   off: 'the admin API is off: set ADMIN_TOKEN to turn it on (admin.host/admin.port move it to its own address)',
   elsewhere: 'the admin API is not served here: it listens on its own address (admin.host/admin.port)',
@@ -352,7 +377,7 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
       primary?.close();
       await shared?.close();
       await echo?.close();
-      await observability?.close();
+      await observability?.close(logDeadline(CLOSE_LOG_FLUSH_MS));
       throw error;
     }
   };
@@ -371,21 +396,32 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
   let drained: Promise<void> | null = null;
   let cutNow: (() => void) | null = null;
   let closing: Promise<void> | null = null;
-  const close = async () => {
+  /** Aborted by a second signal: the wait for the log files ends at once. */
+  const cutLogs = new AbortController();
+  /**
+   * Closes everything; the log files get `logsMs`. A write to a disk or mount that hangs never calls
+   * back, and waiting for it would keep the process from ever exiting: past `logsMs`, what is not
+   * written is dropped, counted and logged (see DailyFiles.close).
+   */
+  const close = async (logsMs: number) => {
     unguard();
     runtime.unwatch();
     await Promise.all([closeServer(server), adminServer ? closeServer(adminServer) : undefined, metricsServer ? closeServer(metricsServer) : undefined]);
     gateway.close();
     await echo?.close();
-    await observability.close();
+    await observability.close(AbortSignal.any([logDeadline(logsMs), cutLogs.signal]));
     primary?.close();
     await shared?.close();
   };
   const drain = (graceMs: number): Promise<void> => {
     if (drained) {
-      if (graceMs === 0) cutNow?.();
+      if (graceMs === 0) {
+        cutNow?.();
+        cutLogs.abort(logWaitEnded(null));
+      }
       return drained;
     }
+    const deadline = Date.now() + graceMs;
     draining = true;
     log.info({ inFlight: inFlight.size, graceMs }, 'draining for shutdown: readiness fails, no new connections, responses in flight may finish');
     drained = (async () => {
@@ -409,7 +445,7 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
         cutByShutdown.add(req);
         res.destroy();
       }
-      closing ??= close();
+      closing ??= close(Math.max(LOG_FLUSH_MIN_MS, deadline - Date.now()));
       await closing;
     })();
     return drained;
@@ -425,7 +461,7 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
     primary,
     drain: (graceMs = config.server.shutdownGraceMs) => drain(graceMs),
     metricsText: () => metrics.registry.metrics(),
-    close: () => (closing ??= close()),
+    close: () => (closing ??= close(CLOSE_LOG_FLUSH_MS)),
   };
   const fatal = options.fatal ?? exitAfterClosing;
   unguard = guardProcess({

@@ -49,10 +49,19 @@ export class DailyFiles {
   #madeDir = false;
   #prunedFor: string | null = null;
   #spare: Buffer[] = [];
+  /**
+   * Set when close() stopped waiting for a write that had not finished (a hung disk or mount): what it
+   * held was counted as dropped then, so nothing is counted again, written or queued after it.
+   */
+  #abandoned = false;
 
   constructor(private readonly options: DailyFilesOptions) {}
 
   append(day: string, text: string): void {
+    if (this.#abandoned) {
+      this.options.dropped(1, 'write_failed');
+      return;
+    }
     const bytes = Buffer.byteLength(text);
     if (this.#queuedBytes + bytes > this.options.maxQueuedBytes) {
       this.options.dropped(1, 'queue_full');
@@ -87,6 +96,7 @@ export class DailyFiles {
   #startWrite(): Promise<void> {
     this.#flushing = this.#write().finally(() => {
       this.#flushing = null;
+      if (this.#abandoned) return;
       // Lines queued during the write wait for the timer, unless half the queue is taken: writing again at
       // once would keep the disk busy under load, an open, a write and a close in the thread pool per batch.
       if (this.#queuedBytes * 2 > this.options.maxQueuedBytes) void this.flush();
@@ -106,6 +116,7 @@ export class DailyFiles {
     const batch = this.#queue;
     this.#queue = new Map();
     for (const [day, queue] of batch) {
+      if (this.#abandoned) return;
       const chunks = queue.chunks.map((chunk, index) => (index === queue.chunks.length - 1 ? chunk.subarray(0, queue.used) : chunk));
       try {
         if (!this.#madeDir) {
@@ -121,10 +132,12 @@ export class DailyFiles {
         }
       } catch (error) {
         this.#madeDir = false;
-        this.options.dropped(queue.lines, 'write_failed', error);
+        if (!this.#abandoned) this.options.dropped(queue.lines, 'write_failed', error);
       } finally {
-        this.#queuedBytes -= queue.bytes;
-        this.#settled += queue.lines;
+        if (!this.#abandoned) {
+          this.#queuedBytes -= queue.bytes;
+          this.#settled += queue.lines;
+        }
         for (const chunk of chunks) if (chunk.buffer.byteLength === CHUNK_BYTES && this.#spare.length < SPARE_CHUNKS) this.#spare.push(Buffer.from(chunk.buffer));
       }
     }
@@ -146,10 +159,34 @@ export class DailyFiles {
     }
   }
 
-  async close(): Promise<void> {
-    await this.flush();
+  /**
+   * Writes out what is queued, then stops. With `signal`, the wait ends when it aborts: a write to a
+   * disk or mount that hangs never calls back, and the shutdown waiting for it would never end. What is
+   * then still queued or being written is dropped and counted (write_failed, with the signal's reason),
+   * and later appends are dropped too.
+   */
+  async close(signal?: AbortSignal): Promise<void> {
+    let onAbort: (() => void) | undefined;
+    const aborted = new Promise<'aborted'>((resolve) => {
+      onAbort = () => resolve('aborted');
+      if (signal?.aborted) onAbort();
+      else signal?.addEventListener('abort', onAbort, { once: true });
+    });
+    const ended = await Promise.race([this.flush().then(() => 'flushed' as const), aborted]);
+    if (onAbort) signal?.removeEventListener('abort', onAbort);
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = null;
+    if (ended === 'aborted') this.#abandon(signal?.reason);
+  }
+
+  #abandon(reason: unknown): void {
+    const lines = this.#accepted - this.#settled;
+    this.#abandoned = true;
+    this.#queue = new Map();
+    this.#queuedBytes = 0;
+    this.#settled = this.#accepted;
+    const why = reason instanceof Error ? reason.message : 'the wait for the log write was given up';
+    if (lines > 0) this.options.dropped(lines, 'write_failed', new Error(`${lines} line(s) for ${this.options.dir} given up: ${why}`));
   }
 }
 

@@ -187,9 +187,10 @@ export function observe(metrics: Metrics, logging: LoggingOptions, log: Logger, 
       writePending();
       await Promise.all([decisionFiles?.flush(), memoryFiles?.flush()]);
     },
-    close: async () => {
+    /** Writes out what is queued; with `signal`, gives up when it aborts (see DailyFiles.close). */
+    close: async (signal?: AbortSignal) => {
       writePending();
-      await Promise.all([decisionFiles?.close(), memoryFiles?.close()]);
+      await Promise.all([decisionFiles?.close(signal), memoryFiles?.close(signal)]);
     },
   };
 }

@@ -4,9 +4,12 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DailyFiles, timeParts, timePartsAt } from '../../gateway/daily-files.js';
+import { stalledFiles } from '../support/stalled-file.js';
 
 let dir: string | undefined;
+const stalled = stalledFiles();
 afterEach(async () => {
+  await stalled.close();
   if (dir) await rm(dir, { recursive: true, force: true });
   dir = undefined;
 });
@@ -92,6 +95,43 @@ describe('DailyFiles', () => {
     }
     expect(written).toBe('a\nmore than half\n');
     await out.close();
+  });
+});
+
+describe('DailyFiles on a disk that does not answer', () => {
+  // A write to a hung disk or mount never calls back: a close that waited for it would keep the
+  // shutdown, and the process, from ever ending.
+  it('close(signal) ends when the signal aborts, counting what was not written once, and drops later lines', async () => {
+    dir = await mkdtemp(join(os.tmpdir(), 'daily-files-'));
+    const dropped: { lines: number; reason: string; error?: string }[] = [];
+    const out = new DailyFiles({ dir, extension: 'log', maxQueuedBytes: 1024 * 1024, flushMs: 60_000, dropped: (lines, reason, error) => dropped.push({ lines, reason, ...(error ? { error: (error as Error).message } : {}) }) });
+    stalled.make(join(dir, '2026-11-24.log'));
+    out.append('2026-11-24', 'one\n');
+    out.append('2026-11-24', 'two\n');
+    const writing = out.flush();
+    // Let the write reach the pipe's open, where it blocks; then queue a line behind it.
+    await new Promise((resolveWait) => setTimeout(resolveWait, 200));
+    out.append('2026-11-24', 'three\n');
+    const giveUp = new AbortController();
+    const closing = out.close(giveUp.signal);
+    giveUp.abort(new Error('the test gave up'));
+    const ended = await Promise.race([closing.then(() => 'closed'), new Promise((resolveWait) => setTimeout(() => resolveWait('still waiting'), 5000))]);
+    expect(ended).toBe('closed');
+    expect(dropped).toEqual([{ lines: 3, reason: 'write_failed', error: `3 line(s) for ${dir} given up: the test gave up` }]);
+    out.append('2026-11-24', 'after\n');
+    expect(dropped.at(-1)).toEqual({ lines: 1, reason: 'write_failed' });
+    // The blocked write goes on once released; what it did is not counted again.
+    stalled.release();
+    await Promise.race([writing, new Promise((resolveWait) => setTimeout(resolveWait, 2000))]);
+    expect(dropped).toHaveLength(2);
+  });
+
+  it('close(signal) on a healthy disk writes everything, as close() does', async () => {
+    const { out, dropped, read } = await files();
+    out.append('2026-11-24', 'kept\n');
+    await out.close(new AbortController().signal);
+    expect(await read('2026-11-24')).toBe('kept\n');
+    expect(dropped).toEqual([]);
   });
 });
 
