@@ -23,7 +23,7 @@ import { createUpstreamProxy, type UpstreamOptions } from './proxy.js';
 import { RoutingRuntime, type ReloadStatus, type RuntimeEvents } from './runtime.js';
 import { requestIdOf } from './observability.js';
 import { SessionTracker } from '../middleware/sessions.js';
-import { connectToPrimary, type PrimaryLink } from './cluster-worker.js';
+import { connectToPrimary, servingFromPrimary, type PrimaryLink } from './cluster-worker.js';
 import { STATE_FALLBACK } from './metrics.js';
 import { startSharedState } from './shared-state.js';
 
@@ -276,6 +276,8 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
   let observability: ReturnType<typeof observe> | null = null;
   let shared: Awaited<ReturnType<typeof startSharedState>> | null = null;
   let exposeRules: ((ruleIds: readonly string[]) => void) | null = null;
+  // A replacement worker serves the restart-only settings the other workers started with (cluster.ts).
+  const serving = options.clusterWorker ? servingFromPrimary(env) : null;
   const runtime = await RoutingRuntime.start(options.configFile, env, {
     reloaded: (result, trigger, reach) => {
       observability?.reloaded(result);
@@ -289,7 +291,10 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
       shared?.routing.flagChanged(on, source, reach);
       options.events?.flagChanged?.(on, source, reach);
     },
-  });
+  }, serving);
+  if (runtime.startedWithout.length > 0) {
+    log.warn({ restartRequired: runtime.startedWithout }, 'the configuration file changed settings that need a restart since the cluster started: this replacement worker serves them as the other workers do; restart the gateway to apply the change');
+  }
   const { config } = runtime;
   const metrics = createMetrics({ sharedState: config.state.redis !== null });
   const primary = options.clusterWorker ? connectToPrimary(metrics.registry) : null;

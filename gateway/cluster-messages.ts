@@ -55,3 +55,9 @@ export const MESSAGE = {
 
 /** Environment variable naming the gateway a worker belongs to: the same id for every worker of one primary. */
 export const REPLICA_ID_ENV = 'TASK_ROUTER_REPLICA_ID';
+/**
+ * Environment variable holding, as JSON, the restart-only settings (server, upstream, limits, ...) a
+ * replacement worker is to serve: those the primary and the other workers started with, not a later
+ * edit of the file that only a restart applies.
+ */
+export const SERVING_SETTINGS_ENV = 'TASK_ROUTER_SERVING_SETTINGS';

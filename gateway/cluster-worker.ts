@@ -5,7 +5,8 @@
 import cluster from 'node:cluster';
 import { randomUUID } from 'node:crypto';
 import type { Registry } from 'prom-client';
-import { MESSAGE, REPLICA_ID_ENV, ToWorkerSchema, type ToPrimary } from './cluster-messages.js';
+import { MESSAGE, REPLICA_ID_ENV, SERVING_SETTINGS_ENV, ToWorkerSchema, type ToPrimary } from './cluster-messages.js';
+import { parseRestartOnly, type RestartOnlySettings } from './config.js';
 
 /** Longest wait for the primary's aggregated exposition; it waits for every worker, each within a shorter bound. */
 const EXPOSITION_TIMEOUT_MS = 5_000;
@@ -32,6 +33,16 @@ export interface PrimaryLink {
   onReload(listener: (trigger: string, announce: boolean) => void): void;
   onDrain(listener: (now: boolean) => void): void;
   close(): void;
+}
+
+/**
+ * The restart-only settings the primary gave this worker to serve (a replacement for one that died), or
+ * null: a worker the cluster started with, or a process that is not a cluster worker.
+ */
+export function servingFromPrimary(env: NodeJS.ProcessEnv): RestartOnlySettings | null {
+  const json = env[SERVING_SETTINGS_ENV];
+  if (!cluster.isWorker || json === undefined || json === '') return null;
+  return parseRestartOnly(json, `${SERVING_SETTINGS_ENV} (the settings the cluster primary gave this replacement worker)`);
 }
 
 /** The link to the primary, or null when this process is not a cluster worker. */

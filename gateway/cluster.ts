@@ -15,8 +15,8 @@ import { AggregatorRegistry, type Registry } from 'prom-client';
 import { finalErrorHandler, sendRouterError } from '../middleware/errors.js';
 import { bearerAuth } from './admin.js';
 import { expressServer } from './express-server.js';
-import { MESSAGE, REPLICA_ID_ENV, ToPrimarySchema, type ToWorker } from './cluster-messages.js';
-import { loadConfig, type LoadedConfig } from './config.js';
+import { MESSAGE, REPLICA_ID_ENV, SERVING_SETTINGS_ENV, ToPrimarySchema, type ToWorker } from './cluster-messages.js';
+import { loadConfig, restartOnlySettings, type LoadedConfig } from './config.js';
 import { createPrimaryMetrics } from './metrics.js';
 import { watchConfigFiles } from './runtime.js';
 
@@ -75,6 +75,14 @@ async function cumulativeSum(snapshots: readonly (readonly unknown[])[]): Promis
 export async function startCluster(options: ClusterOptions): Promise<RunningCluster> {
   const { log } = options;
   let { loaded } = options;
+  /**
+   * The restart-only settings (server, upstream, limits, logging, ...) the cluster started with, which its
+   * workers serve until a restart: a reload only reports a change to them. A replacement worker is handed
+   * them, or it would apply an edit the others only reported (a second upstream, another body limit). They
+   * go in its environment, where the secrets among them (outcomes.token, credentials in state.redis.url)
+   * are as visible as the configuration file's.
+   */
+  const serving = JSON.stringify(restartOnlySettings(options.loaded.config));
   const replicaId = randomUUID();
   const metrics = createPrimaryMetrics();
   const states = new Map<number, WorkerState>();
@@ -107,7 +115,8 @@ export async function startCluster(options: ClusterOptions): Promise<RunningClus
   const fork = () => {
     // A replacement starts with the flag the others hold, not the one the cluster started with.
     const flag = lastFlag === null ? {} : { ENABLE_HARD_ROUTING: String(lastFlag) };
-    const worker = cluster.fork({ ...options.env, [REPLICA_ID_ENV]: replicaId, ...flag });
+    const settings = started ? { [SERVING_SETTINGS_ENV]: serving } : {};
+    const worker = cluster.fork({ ...options.env, [REPLICA_ID_ENV]: replicaId, ...flag, ...settings });
     states.set(worker.id, { worker, startedAt: Date.now(), url: null, lastMetrics: null });
     // Node reports a message it could not send to a worker whose channel has closed (round-robin's
     // hand-off of a connection, with NODE_CLUSTER_SCHED_POLICY=rr, sends without checking) as an
@@ -276,7 +285,8 @@ export async function startCluster(options: ClusterOptions): Promise<RunningClus
         else worker.process.kill('SIGTERM');
       }
       exited ??= (async () => {
-        await allExited(states, loaded.config.server.shutdownGraceMs + EXIT_MARGIN_MS, log);
+        // The grace the workers drain with: the one they started with, whatever the file says now.
+        await allExited(states, options.loaded.config.server.shutdownGraceMs + EXIT_MARGIN_MS, log);
         if (metricsServer) await new Promise<void>((resolve) => metricsServer?.close(() => resolve()));
       })();
       return exited;

@@ -202,6 +202,53 @@ export const ConfigSchema = z
 
 export type GatewayConfig = z.infer<typeof ConfigSchema>;
 
+/**
+ * Settings the running server was built with: a reload reports a change to them rather than half-applying
+ * it, and a cluster's replacement worker starts with the ones the other workers serve.
+ */
+export const RESTART_ONLY = ['server', 'upstream', 'limits', 'admin', 'metrics', 'logging', 'sessions', 'outcomes', 'state'] as const satisfies readonly (keyof GatewayConfig)[];
+export type RestartOnlySettings = Pick<GatewayConfig, (typeof RESTART_ONLY)[number]>;
+
+/** Every restart-only section, each required: what a cluster primary hands a replacement worker. */
+const RestartOnlySchema = ConfigSchema.pick({ server: true, upstream: true, limits: true, admin: true, metrics: true, logging: true, sessions: true, outcomes: true, state: true }).required();
+
+/** The restart-only sections of `config`. */
+export function restartOnlySettings(config: GatewayConfig): RestartOnlySettings {
+  const { server, upstream, limits, admin, metrics, logging, sessions, outcomes, state } = config;
+  return { server, upstream, limits, admin, metrics, logging, sessions, outcomes, state };
+}
+
+/** The restart-only sections in which `a` and `b` differ, in RESTART_ONLY's order. */
+export function restartOnlyChanges(a: RestartOnlySettings, b: RestartOnlySettings): string[] {
+  return RESTART_ONLY.filter((key) => JSON.stringify(a[key]) !== JSON.stringify(b[key]));
+}
+
+/**
+ * Restart-only settings sent as JSON (by a cluster primary, in `source`), validated as the file's are:
+ * they are read back into a configuration, so a value that would not load from a file is refused.
+ */
+export function parseRestartOnly(json: string, source: string): RestartOnlySettings {
+  let value: unknown;
+  try {
+    value = JSON.parse(json);
+  } catch (error) {
+    throw new ConfigError(source, [`not valid JSON: ${(error as Error).message}`]);
+  }
+  const parsed = RestartOnlySchema.safeParse(value);
+  if (!parsed.success) throw new ConfigError(source, parsed.error.issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`));
+  return parsed.data;
+}
+
+/** `loaded` serving `settings` in place of its own restart-only sections (the log folder follows them). */
+export function withRestartOnly(loaded: LoadedConfig, settings: RestartOnlySettings): LoadedConfig {
+  return { ...loaded, config: { ...loaded.config, ...settings }, logDir: logDirOf(settings.logging.dir, loaded.file) };
+}
+
+/** The log folder logging.dir names: relative to the configuration file's folder; ./logs when null. */
+function logDirOf(dir: string | null, file: string): string {
+  return dir === null ? resolve('logs') : resolve(dirname(resolve(file)), dir);
+}
+
 /** The shipped rule set and prompt folder, for a configuration that names none. */
 export const DEFAULT_RULES_FILE = join(packageRoot(), 'config', 'rules.json');
 export const DEFAULT_PROMPTS_DIR = join(packageRoot(), 'prompts');
@@ -328,7 +375,7 @@ export async function loadConfig(file: string = DEFAULT_CONFIG_FILE, env: NodeJS
   }
   if (issues.length > 0 || !parsed.success) throw new ConfigError(file, issues);
   const base = dirname(resolve(file));
-  const logDir = parsed.data.logging.dir === null ? resolve('logs') : resolve(base, parsed.data.logging.dir);
+  const logDir = logDirOf(parsed.data.logging.dir, file);
   const keyEnv = parsed.data.routing.tiebreak?.apiKeyEnv;
   const tiebreakKey = keyEnv ? env[keyEnv] || null : null;
   return { config: parsed.data, file, rulesFile: parsed.data.rules === null ? DEFAULT_RULES_FILE : resolve(base, parsed.data.rules), promptsDir: parsed.data.prompts === null ? DEFAULT_PROMPTS_DIR : resolve(base, parsed.data.prompts), wrappersFile: parsed.data.wrappers === null ? DEFAULT_WRAPPERS_FILE : resolve(base, parsed.data.wrappers), logDir, tiebreakKey };

@@ -1,6 +1,6 @@
 import { realpathSync, watch, type FSWatcher } from 'node:fs';
 import { basename, dirname } from 'node:path';
-import { loadConfig, type GatewayConfig, type LoadedConfig } from './config.js';
+import { loadConfig, restartOnlyChanges, restartOnlySettings, withRestartOnly, type GatewayConfig, type LoadedConfig, type RestartOnlySettings } from './config.js';
 import { buildSnapshot } from './snapshot.js';
 import type { RoutingSnapshot } from '../middleware/task-router.js';
 
@@ -34,9 +34,6 @@ export interface RuntimeEvents {
   flagChanged?(hardRouting: boolean, source: FlagSource, reach: ReloadReach): void;
 }
 
-// Settings the running server was built with; a reload reports them rather than half-applying them.
-const RESTART_ONLY: readonly (keyof GatewayConfig)[] = ['server', 'upstream', 'limits', 'admin', 'metrics', 'logging', 'sessions', 'outcomes', 'state'];
-
 /** The environment without ENABLE_HARD_ROUTING, which applies at start only. */
 function withoutStartFlag(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   const { ENABLE_HARD_ROUTING: _startOnly, ...rest } = env;
@@ -59,6 +56,8 @@ export class RoutingRuntime {
   #lastReload: ReloadStatus = { ok: true, at: new Date().toISOString(), trigger: 'start', errors: [] };
   /** routing.hard as the file itself last said it, which ENABLE_HARD_ROUTING overrides at start only. */
   #fileHard: boolean;
+  /** Restart-only sections in which the file differed, at start, from the settings this process was told to serve. */
+  #startedWithout: readonly string[] = [];
 
   private constructor(loaded: LoadedConfig, snapshot: RoutingSnapshot, fileHard: boolean, private readonly env: NodeJS.ProcessEnv, private readonly events: RuntimeEvents) {
     this.#loaded = loaded;
@@ -66,11 +65,29 @@ export class RoutingRuntime {
     this.#fileHard = fileHard;
   }
 
-  /** Loads config, rules and prompts; environment variables win over the file at start. */
-  static async start(configFile: string | undefined, env: NodeJS.ProcessEnv = {}, events: RuntimeEvents = {}): Promise<RoutingRuntime> {
-    const loaded = await loadConfig(configFile, env);
-    const fileHard = env.ENABLE_HARD_ROUTING ? (await loadConfig(configFile, withoutStartFlag(env))).config.routing.hard : loaded.config.routing.hard;
-    return new RoutingRuntime(loaded, await buildSnapshot(loaded), fileHard, env, events);
+  /**
+   * Loads config, rules and prompts; environment variables win over the file at start. `serving`: the
+   * restart-only settings to serve in place of the file's, for a cluster worker that replaces one that
+   * died (its primary hands it those the other workers were started with). It reads the rest of the file
+   * as a reload would, an empty file included: refused, as a save caught half-way.
+   */
+  static async start(configFile: string | undefined, env: NodeJS.ProcessEnv = {}, events: RuntimeEvents = {}, serving: RestartOnlySettings | null = null): Promise<RoutingRuntime> {
+    const fromFile = await loadConfig(configFile, env, { refuseEmpty: serving !== null });
+    const loaded = serving === null ? fromFile : withRestartOnly(fromFile, serving);
+    const fileHard = env.ENABLE_HARD_ROUTING ? (await loadConfig(configFile, withoutStartFlag(env), { refuseEmpty: serving !== null })).config.routing.hard : loaded.config.routing.hard;
+    // Built from the file as read, as a reload builds it: the routing settings are the same either way,
+    // and the config hash is then the one the other workers show after the reload that read this file.
+    const runtime = new RoutingRuntime(loaded, await buildSnapshot(fromFile), fileHard, env, events);
+    if (serving !== null) runtime.#startedWithout = restartOnlyChanges(restartOnlySettings(fromFile.config), serving);
+    return runtime;
+  }
+
+  /**
+   * The restart-only sections the file set otherwise at start than the settings this process serves
+   * (see start's `serving`): changes that wait for a restart, as a reload reports them. [] otherwise.
+   */
+  get startedWithout(): readonly string[] {
+    return this.#startedWithout;
   }
 
   /** The snapshot to route the next request with. */
@@ -132,8 +149,8 @@ export class RoutingRuntime {
       const next = await buildSnapshot(loaded);
       const fileFlagChanged = loaded.config.routing.hard !== this.#fileHard;
       const hardRouting = fileFlagChanged ? loaded.config.routing.hard : this.#snapshot.hardRouting;
-      const restartRequired = RESTART_ONLY.filter((key) => JSON.stringify(loaded.config[key]) !== JSON.stringify(this.#loaded.config[key]));
-      this.#loaded = { ...loaded, config: { ...loaded.config, ...Object.fromEntries(RESTART_ONLY.map((key) => [key, this.#loaded.config[key]])) } };
+      const restartRequired = restartOnlyChanges(restartOnlySettings(loaded.config), restartOnlySettings(this.#loaded.config));
+      this.#loaded = withRestartOnly(loaded, restartOnlySettings(this.#loaded.config));
       this.#snapshot = { ...next, hardRouting };
       this.#fileHard = loaded.config.routing.hard;
       if (fileFlagChanged) this.events.flagChanged?.(hardRouting, 'config', reach);

@@ -8,7 +8,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, withoutSecrets, workerCount } from '../../gateway/config.js';
+import { ConfigError, loadConfig, parseRestartOnly, restartOnlySettings, withoutSecrets, withRestartOnly, workerCount } from '../../gateway/config.js';
 import { ensureBuilt } from '../support/built.js';
 import { scrape, startConfigured } from '../support/running.js';
 
@@ -32,6 +32,26 @@ async function rejection(load: Promise<unknown>): Promise<string> {
   expect(error).toBeInstanceOf(ConfigError);
   return (error as ConfigError).issues.join('\n');
 }
+
+// A cluster primary hands a replacement worker the restart-only settings the others were started with.
+describe('restart-only settings handed to a replacement worker', () => {
+  it('read back as they were sent, and served in place of the file\'s, the log folder with them', async () => {
+    const started = await loadConfig(await file('started.yaml', 'upstream:\n  url: http://127.0.0.1:1111\nlogging:\n  dir: first-logs\n'), { REDIS_URL: 'redis://user:secret@127.0.0.1:6379/0' });
+    const sent = JSON.stringify(restartOnlySettings(started.config));
+    const settings = parseRestartOnly(sent, 'the test');
+    expect(settings).toEqual(restartOnlySettings(started.config));
+    const now = await loadConfig(await file('edited.yaml', 'upstream:\n  url: http://127.0.0.1:2222\nlogging:\n  dir: other-logs\nrouting:\n  strategy: prepend\n'));
+    const served = withRestartOnly(now, settings);
+    expect(served.config.upstream.url).toBe('http://127.0.0.1:1111');
+    expect(served.config.routing.strategy).toBe('prepend');
+    expect(served.logDir).toBe(join(dir, 'first-logs'));
+  });
+
+  it('are refused, naming what is wrong, when they are not JSON or not every section is there and valid', () => {
+    expect(() => parseRestartOnly('{nope', 'SETTINGS')).toThrow(/invalid configuration in SETTINGS:\n {2}- not valid JSON/);
+    expect(() => parseRestartOnly('{"server": {"port": "x"}}', 'SETTINGS')).toThrow(/server\.port: .*expected number[\s\S]*upstream: /);
+  });
+});
 
 describe('server.workers', () => {
   it('defaults to 1, takes a number or auto, and WORKERS wins over the file', async () => {
