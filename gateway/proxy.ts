@@ -28,7 +28,8 @@ function forwardBodyOnCreation(req: Request, created: (proxyReq: http.ClientRequ
   if (body !== undefined) {
     delete req.headers['transfer-encoding'];
     delete req.headers['content-encoding'];
-    if (body.rewritten) req.headers['content-type'] = 'application/json';
+    if (body.contentType === null) delete req.headers['content-type'];
+    else if (body.contentType !== undefined) req.headers['content-type'] = body.contentType;
     req.headers['content-length'] = String(body.bytes.length);
   } else if (chunked) {
     req.headers['transfer-encoding'] = 'chunked';

@@ -147,6 +147,74 @@ describe('the app’s own express.json() before taskRouter', () => {
   });
 });
 
+describe('a body restreamBody cannot send fails its own request, never the process', () => {
+  /** 10 KB of JSON that JSON.parse reads and JSON.stringify cannot write again (it recurses too deep). */
+  const NESTED = `{"model":"m","messages":[{"role":"user","content":"hi"}],"metadata":${'['.repeat(5000)}${']'.repeat(5000)}}`;
+
+  it.each(['/v1/chat/completions', '/v1/embeddings'])('a body nested too deeply for JSON.stringify, parsed by express.json(), on %s', async (path) => {
+    const app = express();
+    app.use(express.json());
+    app.use('/v1', taskRouter({ prompts }));
+    app.use(proxy());
+    const url = await listen(app);
+    const failed = await within(postJson(url, path, NESTED));
+    await failed.arrayBuffer();
+    expect(failed.status).toBe(500);
+    expect(upstream.requests).toHaveLength(0);
+    // The process and the server are still serving.
+    const next = await within(postJson(url, '/v1/chat/completions', ACTION_BODY));
+    await next.arrayBuffer();
+    expect(next.status).toBe(200);
+    expect(upstream.last().json.messages[0].content).toBe(prompts.action);
+  });
+
+  it.each([
+    ['a BigInt', () => ({ model: 'm', seed: 1n })],
+    ['a cycle', () => {
+      const body: Record<string, unknown> = { model: 'm' };
+      body.self = body;
+      return body;
+    }],
+  ])('a req.body the app set holding %s', async (_name, make) => {
+    const errors: Error[] = [];
+    const app = express();
+    app.use('/v1', jsonBody(1024 * 1024), bodyErrors, taskRouter({ prompts }), (req: Request, _res: Response, next: NextFunction) => {
+      req.body = make();
+      next();
+    });
+    app.use(createProxyMiddleware({ target: upstream.url, on: { proxyReq: restreamBody, error: (error, _req, res) => {
+      errors.push(error);
+      (res as Response).status(502).json({ error: { message: error.message } });
+    } } }));
+    const url = await listen(app);
+    const failed = await within(postJson(url, '/v1/chat/completions', ACTION_BODY));
+    expect(failed.status).toBe(502);
+    expect(((await failed.json()) as { error: { message: string } }).error.message).toMatch(/^req\.body cannot be sent upstream: JSON\.stringify failed/);
+    expect(errors.map((error) => error.name)).toEqual(['UnsendableBodyError']);
+    expect(upstream.requests).toHaveLength(0);
+  });
+
+  it.each([
+    ['jsonBody', () => jsonBody(1024 * 1024)],
+    ['express.json()', () => express.json()],
+  ])('req.body = undefined after %s sends an empty body with Content-Length 0, not one the upstream waits for', async (_name, parser) => {
+    const app = express();
+    app.use('/v1', parser(), (req: Request, _res: Response, next: NextFunction) => {
+      req.body = undefined;
+      next();
+    });
+    app.use(proxy());
+    const url = await listen(app);
+    const response = await within(postJson(url, '/v1/embeddings', { model: 'e', input: 'hello' }));
+    expect(response.status).toBe(200);
+    await response.arrayBuffer();
+    const seen = upstream.last();
+    expect(seen.headers['content-length']).toBe('0');
+    expect(seen.headers['content-type']).toBeUndefined();
+    expect(seen.body.length).toBe(0);
+  });
+});
+
 describe('no body parser before taskRouter', () => {
   it('warns once, counts every such request, and forwards the body untouched', async () => {
     const warnings: string[] = [];
