@@ -9,6 +9,7 @@ import { requestIds } from '../middleware/request-id.js';
 import { finalErrorHandler, OWN_PATH, sendRouterError } from '../middleware/errors.js';
 import { bodyErrors, jsonBody } from '../middleware/json-body.js';
 import { DEFAULT_MAX_MESSAGES, messageLimit } from '../middleware/limits.js';
+import { safely } from '../middleware/observers.js';
 import { pino, type Logger } from 'pino';
 import { offsetMinutes, type GatewayConfig } from './config.js';
 import { createMetrics } from './metrics.js';
@@ -41,7 +42,7 @@ export interface GatewayAppOptions {
   readonly extraRoutes?: readonly Router[];
   /** Failure-debate state per session; with it, POST /router/outcomes is served. */
   readonly sessions?: SessionTracker;
-  /** Observes every outcome report accepted. */
+  /** Observes every outcome report accepted; may be async, its failure is swallowed. */
   readonly outcomeReported?: (outcome: Outcome) => void;
   /** A shared secret POST /router/outcomes requires as a bearer token (outcomes.token). */
   readonly outcomesToken?: string | null;
@@ -104,13 +105,7 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Express; cl
     const done = options.hooks.requestDone;
     front.push((req, res, next) => {
       const started = performance.now();
-      res.once('close', () => {
-        try {
-          done(req, res, (performance.now() - started) / 1000);
-        } catch {
-          // Observers never fail a request.
-        }
-      });
+      res.once('close', () => safely(() => done(req, res, (performance.now() - started) / 1000)));
       next();
     });
   }
@@ -161,7 +156,7 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Express; cl
   for (const routes of options.extraRoutes ?? []) app.use(routes);
   // Our own paths never go upstream, whether the admin API is on here, elsewhere, or off.
   app.use('/admin', (_req: Request, res: Response) => sendRouterError(res, 404, ADMIN_ANSWER[options.admin ?? 'off']));
-  app.use(classifyRouter(options.snapshot, (result) => options.hooks?.classifyOnly?.(result), options.bodyBytes));
+  app.use(classifyRouter(options.snapshot, (result) => safely(() => options.hooks?.classifyOnly?.(result)), options.bodyBytes));
   if (options.sessions) app.use(outcomesRouter(options.sessions, { ...(options.outcomeReported ? { reported: options.outcomeReported } : {}), token: options.outcomesToken ?? null }));
   app.use('/router', (_req: Request, res: Response) => {
     sendRouterError(res, 404, 'no such task-router endpoint here: POST /router/classify, POST /router/outcomes; GET /router/sessions/:id needs ADMIN_TOKEN and is served with the admin API');

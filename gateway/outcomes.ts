@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { OUTCOMES, type Outcome, type PendingDebate } from '../src/index.js';
 import { bearerAuth } from './admin.js';
 import { jsonKind, ownEndpointErrors, sendRouterError } from '../middleware/errors.js';
+import { safely } from '../middleware/observers.js';
 import { SESSION_ID, type SessionTracker } from '../middleware/sessions.js';
 
 /**
@@ -40,7 +41,7 @@ const KEY_REUSED = 'this Idempotency-Key was already used for another report of 
 const nextOf = (pending: PendingDebate | null) => (pending && !pending.delivered ? { verdict: pending.verdict, trigger: pending.trigger, task: pending.task } : null);
 
 export interface OutcomesOptions {
-  /** Observes every accepted report. */
+  /** Observes every accepted report; may be async, its failure (thrown or rejected) is swallowed. */
   readonly reported?: (outcome: Outcome) => void;
   /** A shared secret reports must carry as a bearer token (outcomes.token), on top of the decision id. */
   readonly token?: string | null;
@@ -71,11 +72,7 @@ export function outcomesRouter(tracker: SessionTracker, options: OutcomesOptions
     const result = await tracker.report(session, { decision, outcome, error, idempotencyKey });
     // 422: the body is well formed, but the key is taken by another report; retrying it cannot succeed.
     if (!result.ok) return result.reason === 'key_reused' ? sendRouterError(res, 422, KEY_REUSED) : sendRouterError(res, 404, NO_SUCH_TASK);
-    try {
-      if (!result.repeated) options.reported?.(outcome);
-    } catch {
-      // Observers never fail a request.
-    }
+    if (!result.repeated) safely(() => options.reported?.(outcome));
     res.json({ session, task: result.task.key, outcome: result.outcome, failures: result.task.failures, rejections: result.task.rejections, ...(result.repeated ? { repeated: true } : {}), next: nextOf(result.state.pending) });
   });
   router.use('/router/outcomes', ownEndpointErrors('outcome reports are small JSON bodies'));

@@ -7,6 +7,7 @@ import { formatForPath, HEADER_PREFIX } from '../src/index.js';
 import { sendError } from '../middleware/errors.js';
 import { endWith, forwardedBody, releaseBody } from '../middleware/forward-body.js';
 import { dropHopByHop } from '../middleware/json-body.js';
+import { safely } from '../middleware/observers.js';
 import { requestSlot } from '../middleware/request-slot.js';
 
 /**
@@ -95,15 +96,6 @@ function requestMark(name: string): { add(req: object): void; has(req: object): 
   return { add: (req) => slot.set(req, true), has: (req) => slot.get(req) === true };
 }
 
-/** Calls an observer; an observer's failure never reaches the request or the process. */
-function safely(call: () => void): void {
-  try {
-    call();
-  } catch {
-    // Observers never fail a request.
-  }
-}
-
 export interface UpstreamOptions {
   readonly url: string;
   /** Time allowed for response headers before the client gets a 504. */
@@ -123,6 +115,7 @@ export interface UpstreamOptions {
 export const UPSTREAM_ERROR_KINDS = ['upstream_unreachable', 'upstream_timeout', 'upstream_idle_timeout', 'upstream_max_duration', 'upstream_aborted'] as const;
 export type UpstreamErrorKind = (typeof UPSTREAM_ERROR_KINDS)[number];
 
+/** Observers of upstream calls; each may be async, and its failure (thrown or rejected) is swallowed. */
 export interface UpstreamHooks {
   response?(status: number, req: Request): void;
   error?(kind: UpstreamErrorKind, error: Error, req: Request): void;

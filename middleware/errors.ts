@@ -1,5 +1,6 @@
 import type { ErrorRequestHandler, Request, Response } from 'express';
 import { formatForPath, type FormatName } from '../src/index.js';
+import { safely } from './observers.js';
 
 export type ErrorKind =
   | 'invalid_request'
@@ -152,7 +153,7 @@ export function ownEndpointErrors(limitHint: string): ErrorRequestHandler {
 }
 
 export interface FinalErrorOptions {
-  /** Observes errors answered as internal (for the operational log); must not throw. */
+  /** Observes errors answered as internal (for the operational log); may be async, its failure is swallowed. */
   readonly internal?: (error: unknown, req: Request) => void;
   /** Which response shape a path gets: the chat API's (by path) unless this says the gateway's own. */
   readonly ownPath?: (path: string) => boolean;
@@ -173,13 +174,7 @@ export function finalErrorHandler(options: FinalErrorOptions = {}): ErrorRequest
       res.destroy();
       return;
     }
-    if (described.kind === 'internal') {
-      try {
-        options.internal?.(error, req);
-      } catch {
-        // Observers never fail a request.
-      }
-    }
+    if (described.kind === 'internal') safely(() => options.internal?.(error, req));
     if (ownPath(req.path)) return sendRouterError(res, STATUS[described.kind], described.message);
     const format = req.method === 'POST' ? formatForPath(req.path)?.name ?? null : null;
     sendError(res, format, described.kind, described.message);

@@ -36,6 +36,7 @@ import {
 import { createBatch } from './batch.js';
 import { credentialOwner, tokenMatches } from './credentials.js';
 import { sendError, type ErrorKind } from './errors.js';
+import { safely } from './observers.js';
 import { setRequestIdHeaders } from './request-id.js';
 import { requestSlot } from './request-slot.js';
 import { watchResponseId } from './response-ids.js';
@@ -65,7 +66,10 @@ export const SKIP_REASONS = ['no_human_text', 'not_an_object', 'no_body_parser']
 /** Why a chat request went on without a decision; no_body_parser: nothing parsed req.body before taskRouter. */
 export type SkipReason = (typeof SKIP_REASONS)[number];
 
-/** Observers of routing; each is called synchronously and must not throw (errors are swallowed). */
+/**
+ * Observers of routing, called synchronously as the request is routed. Each may be async: routing does
+ * not wait for it, and its failure (a throw, or the rejection of the promise it returns) is swallowed.
+ */
 export interface RoutingHooks {
   decision?(decision: RoutedDecision, req: Request): void;
   skip?(reason: SkipReason, format: FormatName, req: Request): void;
@@ -89,7 +93,10 @@ export interface TaskRouterOptions {
   hooks?: RoutingHooks;
   /** Failure-debate state per session; without it (or without the session header) routing is stateless. */
   sessions?: SessionTracker;
-  /** Where a misconfiguration (no body parser before taskRouter) is reported, once; default process.emitWarning. */
+  /**
+   * Where a misconfiguration (no body parser before taskRouter) is reported, once; default
+   * process.emitWarning. It may be async; its failure is swallowed as a hook's is.
+   */
   warn?: (message: string) => void;
   /**
    * Responses API chains remembered, so a request continuing one (`previous_response_id`) with tool
@@ -166,14 +173,6 @@ function parseSession(value: string | string[] | undefined, header: string): str
   const text = (Array.isArray(value) ? value.join(',') : value).trim();
   if (text === '') return null;
   return SESSION_ID.test(text) ? text : new Error(`${header} must be 1-128 letters, digits or ._:@-, got "${text.slice(0, 40)}"`);
-}
-
-function safely(call: () => void): void {
-  try {
-    call();
-  } catch {
-    // An observer's failure must never fail routing.
-  }
 }
 
 function staticSnapshot(options: TaskRouterOptions): () => RoutingSnapshot {

@@ -9,7 +9,7 @@ import type { Server } from 'node:http';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import { createProxyMiddleware } from 'http-proxy-middleware';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { bodyErrors, jsonBody, loadPrompts, restreamBody, taskRouter, type RoutingHooks } from '../../middleware/index.js';
+import { bodyErrors, jsonBody, loadPrompts, restreamBody, SessionTracker, taskRouter, type RoutingHooks, type SessionStore } from '../../middleware/index.js';
 import type { PromptSet } from '../../src/index.js';
 import { apiReply, startFakeUpstream, type FakeUpstream } from '../support/fake-upstream.js';
 import { openaiClient, postJson } from './clients.js';
@@ -212,6 +212,70 @@ describe('a body restreamBody cannot send fails its own request, never the proce
     expect(seen.headers['content-length']).toBe('0');
     expect(seen.headers['content-type']).toBeUndefined();
     expect(seen.body.length).toBe(0);
+  });
+});
+
+/**
+ * Collects the unhandled rejections raised while `run` runs (and a few turns after): with a listener
+ * the process survives them, so a test can say which there were instead of dying of the first.
+ */
+async function unhandledRejectionsOf(run: () => Promise<void>): Promise<unknown[]> {
+  const seen: unknown[] = [];
+  const listener = (reason: unknown) => seen.push(reason);
+  process.on('unhandledRejection', listener);
+  try {
+    await run();
+    for (let turn = 0; turn < 5; turn += 1) await new Promise((resolve) => setImmediate(resolve));
+  } finally {
+    process.off('unhandledRejection', listener);
+  }
+  return seen;
+}
+
+describe('async observers that reject', () => {
+  it('every hook and warn may be async: a rejection is swallowed like a throw, and the request is answered', async () => {
+    const called: string[] = [];
+    const failing = (name: string) => async () => {
+      called.push(name);
+      throw new Error(`${name} backend down`);
+    };
+    const brokenStore: SessionStore = { get: () => Promise.reject(new Error('store down')), set: () => undefined, delete: () => undefined };
+    const hooks: RoutingHooks = { decision: failing('decision'), skip: failing('skip'), fallback: failing('fallback'), override: failing('override') };
+    const parsed = express();
+    parsed.use('/v1', jsonBody(1024 * 1024), bodyErrors, taskRouter({
+      prompts,
+      hooks,
+      overridesOpen: true,
+      sessions: new SessionTracker({ header: 'x-session', maxTasks: 4, maxDecisions: 8 }, brokenStore),
+    }));
+    parsed.use(proxy());
+    const unparsed = express();
+    unparsed.use('/v1', taskRouter({ prompts, warn: failing('warn') }));
+    unparsed.use(createProxyMiddleware({ target: upstream.url, on: { proxyReq: restreamBody } }));
+    const url = await listen(parsed);
+    const other = await new Promise<Server>((resolve) => {
+      const listening = unparsed.listen(0, '127.0.0.1', () => resolve(listening));
+    });
+    const otherUrl = `http://127.0.0.1:${(other.address() as AddressInfo).port}`;
+    try {
+      const rejections = await unhandledRejectionsOf(async () => {
+        const sent: [string, string, unknown, Record<string, string>][] = [
+          [url, '/v1/chat/completions', ACTION_BODY, { 'x-session': 's1', 'x-task-router-override': 'ANSWER' }],
+          [url, '/v1/chat/completions', { model: 'm', messages: [{ role: 'assistant', content: 'hi' }] }, {}],
+          [otherUrl, '/v1/chat/completions', ACTION_BODY, {}],
+        ];
+        for (const [base, path, body, headers] of sent) {
+          const response = await within(postJson(base, path, body, headers));
+          await response.arrayBuffer();
+          expect(response.status).toBe(200);
+        }
+      });
+      expect(called.sort()).toEqual(['decision', 'fallback', 'override', 'skip', 'warn']);
+      expect(rejections).toEqual([]);
+    } finally {
+      other.closeAllConnections();
+      other.close();
+    }
   });
 });
 

@@ -116,4 +116,39 @@ describe('never failing a request on our own error', () => {
     expect(res).toMatchObject({ status: 200, mode: 'ACTION' });
     expect(res.reply).toContain('# Swarm orchestrator');
   });
+
+  it('async observers that reject change nothing either: routing, upstream, request and classify hooks', async () => {
+    const called: string[] = [];
+    const failing = (name: string) => async () => {
+      called.push(name);
+      throw new Error(`${name} backend down`);
+    };
+    const rejections: unknown[] = [];
+    const listener = (reason: unknown) => rejections.push(reason);
+    process.on('unhandledRejection', listener);
+    const gateway = createGatewayApp({
+      snapshot: base,
+      upstream: { url: upstream.url, timeoutMs: 5000, maxSockets: 8 },
+      bodyBytes: 1024 * 1024,
+      hooks: { decision: failing('decision'), response: failing('response'), requestDone: failing('requestDone'), classifyOnly: failing('classifyOnly') },
+    });
+    const server: Server = await new Promise((resolve) => {
+      const listening = gateway.app.listen(0, '127.0.0.1', () => resolve(listening));
+    });
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      expect(await send(url)).toMatchObject({ status: 200, mode: 'ACTION' });
+      const classified = await fetch(`${url}/router/classify`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"text":"what is a mutex?"}' });
+      expect(classified.status).toBe(200);
+      await classified.arrayBuffer();
+      for (let turn = 0; turn < 5; turn += 1) await new Promise((resolve) => setImmediate(resolve));
+    } finally {
+      process.off('unhandledRejection', listener);
+      gateway.close();
+      server.closeAllConnections();
+      server.close();
+    }
+    expect([...new Set(called)].sort()).toEqual(['classifyOnly', 'decision', 'requestDone', 'response']);
+    expect(rejections).toEqual([]);
+  });
 });
