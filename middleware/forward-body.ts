@@ -1,7 +1,8 @@
 import type http from 'node:http';
 import type { Request } from 'express';
 import { jsonBytes, type BodyBytes } from '../src/index.js';
-import { forgetRawBody, rawBodyOf, withExactNumbers } from './json-body.js';
+import { jsonKind } from './errors.js';
+import { forgetRawBody, rawBodyOf, readByJsonBody, withExactNumbers } from './json-body.js';
 import { forgetSerializedBody, routingOf } from './task-router.js';
 
 /** A body that cannot be sent upstream (see forwardedBody): the request fails alone, with this as its error. */
@@ -29,7 +30,8 @@ const EMPTY_BODY: ForwardedBody = { bytes: { chunks: [], length: 0 }, contentTyp
 /**
  * The body to forward for a request whose stream a body parser consumed, or undefined when nothing
  * read it (the stream is piped as it comes). The client's bytes when jsonBody read them and nothing
- * changed req.body; taskRouter's JSON when req.body is what it wrote; else req.body serialised anew.
+ * changed req.body; taskRouter's JSON when req.body is what it wrote; else req.body serialised anew,
+ * as JSON, or in its own type when another parser than jsonBody made it (see inItsOwnType).
  * `req.body = undefined` after a parser means no body: an empty one with Content-Length 0 goes, since
  * the client's bytes are spent and an upstream told their length would wait for them forever.
  * Throws UnsendableBodyError for a req.body that cannot be serialised (see jsonOf).
@@ -45,7 +47,54 @@ export function forwardedBody(req: Request): ForwardedBody | undefined {
   const serialized = routingOf(req)?.serialized ?? null;
   if (raw !== undefined && serialized === null) return { bytes: { chunks: [raw], length: raw.length }, contentType: undefined };
   // taskRouter serialized the body it wrote; a later middleware that replaced req.body gets it serialized here.
-  return { bytes: withExactNumbers(req, serialized !== null && serialized.from === body ? serialized.bytes : jsonOf(body)), contentType: JSON_TYPE };
+  if (serialized !== null && serialized.from === body) return { bytes: withExactNumbers(req, serialized.bytes), contentType: JSON_TYPE };
+  if (!readByJsonBody(req)) {
+    const own = inItsOwnType(req, body);
+    if (own !== null) return own;
+  }
+  return { bytes: withExactNumbers(req, jsonOf(body)), contentType: JSON_TYPE };
+}
+
+/** A JSON media type: application/json, or any `+json` one. */
+const JSON_MEDIA = /^[^;]*[/+]json\s*(?:;|$)/i;
+const FORM_MEDIA = /^\s*application\/x-www-form-urlencoded\s*(?:;|$)/i;
+const CHARSET = /;\s*charset\s*=\s*(?:"[^"]*"|[^;\s]*)/i;
+
+/**
+ * A body another parser than jsonBody made, sent again as what it was rather than as JSON: a Buffer
+ * (express.raw()) as its bytes and a string (express.text()) as its UTF-8 bytes, both under the
+ * request's own Content-Type (its charset, if it names one, becoming utf-8); a form
+ * (express.urlencoded()) encoded again as a form. Null for a body that is JSON (express.json()).
+ */
+function inItsOwnType(req: Request, body: unknown): ForwardedBody | null {
+  const type = req.headers['content-type'] ?? '';
+  if (body instanceof Uint8Array) return { bytes: { chunks: [body], length: body.byteLength }, contentType: undefined };
+  if (typeof body === 'string' && !JSON_MEDIA.test(type)) {
+    return { bytes: jsonBytes(body), contentType: CHARSET.test(type) ? type.replace(CHARSET, '; charset=utf-8') : undefined };
+  }
+  if (FORM_MEDIA.test(type) && typeof body === 'object' && body !== null && !Array.isArray(body)) {
+    return { bytes: formOf(body as Record<string, unknown>), contentType: undefined };
+  }
+  return null;
+}
+
+/**
+ * A parsed form encoded again as application/x-www-form-urlencoded. Only a flat form can be: fields
+ * of strings, numbers or booleans, or lists of them (a repeated field). A nested one (qs's `a[b]=1`,
+ * express.urlencoded({ extended: true })) has no one encoding every server reads alike, so it is an
+ * UnsendableBodyError rather than a guess.
+ */
+function formOf(form: Record<string, unknown>): BodyBytes {
+  const fields = new URLSearchParams();
+  for (const [name, value] of Object.entries(form)) {
+    for (const item of Array.isArray(value) ? value : [value]) {
+      if (typeof item !== 'string' && typeof item !== 'number' && typeof item !== 'boolean') {
+        throw new UnsendableBodyError(`req.body cannot be sent upstream as application/x-www-form-urlencoded: its field "${name.slice(0, 40)}" holds ${jsonKind(item)}, and only flat forms (strings, or lists of strings) are encoded again. Parse forms with express.urlencoded({ extended: false }), or set req.body to a flat object`);
+      }
+      fields.append(name, String(item));
+    }
+  }
+  return jsonBytes(fields.toString());
 }
 
 /**

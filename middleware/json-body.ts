@@ -25,6 +25,11 @@ export function rawBodyOf(req: Request): Buffer | undefined {
   return raw !== undefined && parsedBodies.get(req)?.body === req.body ? raw : undefined;
 }
 
+/** Whether jsonBody read this request's body (as JSON, whatever its label): what replaces it is JSON too. */
+export function readByJsonBody(req: Request): boolean {
+  return rawBodies.get(req) !== undefined;
+}
+
 /** Forgets a request's raw body bytes (see releaseBody). */
 export function forgetRawBody(req: Request): void {
   rawBodies.set(req, undefined);

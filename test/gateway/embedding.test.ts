@@ -147,6 +147,63 @@ describe('the app’s own express.json() before taskRouter', () => {
   });
 });
 
+describe('bodies the app’s other parsers read go upstream in their own type, not as JSON', () => {
+  let url: string;
+  let errors: Error[];
+  beforeEach(async () => {
+    errors = [];
+    const app = express();
+    app.use(express.raw({ type: 'application/octet-stream' }));
+    app.use(express.text({ type: 'text/plain' }));
+    app.use('/extended', express.urlencoded({ extended: true }));
+    app.use(express.urlencoded({ extended: false }));
+    app.use(['/v1', '/extended/v1'], taskRouter({ prompts }));
+    app.use(createProxyMiddleware({ target: upstream.url, on: { proxyReq: restreamBody, error: (error, _req, res) => {
+      errors.push(error);
+      (res as Response).status(502).json({ error: { message: error.message } });
+    } } }));
+    url = await listen(app);
+  });
+
+  const send = async (path: string, type: string, body: string | Uint8Array) => {
+    const response = await within(fetch(`${url}${path}`, { method: 'POST', headers: { 'content-type': type }, body: typeof body === 'string' ? body : new Uint8Array(body) }));
+    await response.arrayBuffer();
+    return response;
+  };
+
+  it('express.raw(): a Buffer goes as its bytes, under its own content type', async () => {
+    const bytes = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x00, 0x01, 0xff]);
+    expect((await send('/v1/files', 'application/octet-stream', bytes)).status).toBe(200);
+    expect(upstream.last().body.equals(bytes)).toBe(true);
+    expect(upstream.last().headers['content-type']).toBe('application/octet-stream');
+    expect(upstream.last().headers['content-length']).toBe(String(bytes.length));
+  });
+
+  it('express.text(): a string goes as its UTF-8 bytes, its charset said to be utf-8', async () => {
+    expect((await send('/v1/notes', 'text/plain', 'héllo wörld')).status).toBe(200);
+    expect(upstream.last().text).toBe('héllo wörld');
+    expect(upstream.last().headers['content-type']).toBe('text/plain');
+    // Sent as Latin-1, read by express.text() as such, sent on as UTF-8 and labelled so.
+    expect((await send('/v1/notes', 'text/plain; charset=iso-8859-1', Buffer.from('héllo', 'latin1'))).status).toBe(200);
+    expect(upstream.last().text).toBe('héllo');
+    expect(upstream.last().headers['content-type']).toBe('text/plain; charset=utf-8');
+  });
+
+  it('express.urlencoded(): a flat form goes as a form again', async () => {
+    expect((await send('/v1/form', 'application/x-www-form-urlencoded', 'a=1&b=two+words&a=3')).status).toBe(200);
+    expect(upstream.last().headers['content-type']).toBe('application/x-www-form-urlencoded');
+    expect(new URLSearchParams(upstream.last().text).getAll('a')).toEqual(['1', '3']);
+    expect(new URLSearchParams(upstream.last().text).get('b')).toBe('two words');
+  });
+
+  it('a nested form (urlencoded extended) is refused with an error naming the field, not sent as JSON', async () => {
+    const response = await send('/extended/v1/form', 'application/x-www-form-urlencoded', 'user[name]=ann');
+    expect(response.status).toBe(502);
+    expect(errors.map((error) => error.message)).toEqual([expect.stringMatching(/field "user" holds an object.*express\.urlencoded\(\{ extended: false \}\)/)]);
+    expect(upstream.requests).toHaveLength(0);
+  });
+});
+
 describe('a body restreamBody cannot send fails its own request, never the process', () => {
   /** 10 KB of JSON that JSON.parse reads and JSON.stringify cannot write again (it recurses too deep). */
   const NESTED = `{"model":"m","messages":[{"role":"user","content":"hi"}],"metadata":${'['.repeat(5000)}${']'.repeat(5000)}}`;
