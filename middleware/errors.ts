@@ -1,6 +1,7 @@
 import type { ErrorRequestHandler, Request, Response } from 'express';
 import { formatForPath, type FormatName } from '../src/index.js';
 import { safely } from './observers.js';
+import { fullPath } from './request-path.js';
 
 export type ErrorKind =
   | 'invalid_request'
@@ -176,7 +177,7 @@ export function finalErrorHandler(options: FinalErrorOptions = {}): ErrorRequest
     }
     if (described.kind === 'internal') safely(() => options.internal?.(error, req));
     if (ownPath(req.path)) return sendRouterError(res, STATUS[described.kind], described.message);
-    const format = req.method === 'POST' ? formatForPath(req.path)?.name ?? null : null;
+    const format = req.method === 'POST' ? formatForPath(fullPath(req))?.name ?? null : null;
     sendError(res, format, described.kind, described.message);
   };
 }

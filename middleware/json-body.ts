@@ -4,6 +4,7 @@ import { formatForPath, type BodyBytes } from '../src/index.js';
 import { describeError, sendError } from './errors.js';
 import { holdsInexactNumber, parseKeepingNumbers, type KeptNumbers } from './exact-numbers.js';
 import { withoutBom } from './files.js';
+import { fullPath } from './request-path.js';
 import { requestSlot } from './request-slot.js';
 
 const rawBodies = requestSlot<Buffer>('task-router.rawBody');
@@ -178,5 +179,5 @@ export const bodyErrors: ErrorRequestHandler = (error: unknown, req, res, next) 
   const described = describeError(error, req, 'limits.bodyBytes');
   if (described.clientGone) return res.destroy();
   if (described.kind === 'internal') return next(error);
-  sendError(res, formatForPath(req.path)?.name ?? null, described.kind, described.message);
+  sendError(res, formatForPath(fullPath(req))?.name ?? null, described.kind, described.message);
 };

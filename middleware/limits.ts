@@ -1,6 +1,7 @@
 import type { RequestHandler } from 'express';
 import { formatForPath, type FormatName } from '../src/index.js';
 import { sendError } from './errors.js';
+import { fullPath } from './request-path.js';
 
 export const DEFAULT_MAX_MESSAGES = 10_000;
 
@@ -18,7 +19,7 @@ const TURNS: Readonly<Record<FormatName, { readonly field: string; readonly noun
  */
 export function messageLimit(maxMessages: number): RequestHandler {
   return (req, res, next) => {
-    const format = formatForPath(req.path);
+    const format = formatForPath(fullPath(req));
     const body: unknown = req.body;
     if (!format || typeof body !== 'object' || body === null || Array.isArray(body)) return next();
     const { field, noun } = TURNS[format.name];

@@ -1,6 +1,7 @@
 import type { RequestHandler } from 'express';
 import { formatForPath } from '../src/index.js';
 import { sendError, sendRouterError } from './errors.js';
+import { fullPath } from './request-path.js';
 
 /** Percent-escapes of ASCII characters: the only ones that can spell a route differently. */
 const ASCII_ESCAPE = /%([0-7][0-9a-f])/gi;
@@ -54,9 +55,12 @@ export function refuseAmbiguousPaths(): RequestHandler {
       return sendRouterError(res, 400, `the path "${path.slice(0, 200)}" is not the canonical spelling of a task-router endpoint: use ${lenient}`);
     }
     if (req.method !== 'POST') return next();
-    const meant = formatForPath(lenient);
-    if (meant !== null && formatForPath(path) !== meant) {
-      return sendError(res, meant.name, 'invalid_request', `the path "${path.slice(0, 200)}" is not the canonical spelling of a chat route, so it is not routed: send it as ${lenient}`);
+    // Mounted below the root, the chat route is read from the whole path (see fullPath).
+    const full = req.baseUrl === '' ? path : fullPath(req);
+    const lenientFull = full === path ? lenient : PLAIN_PATH.test(full) ? full : lenientPath(full);
+    const meant = formatForPath(lenientFull);
+    if (meant !== null && formatForPath(full) !== meant) {
+      return sendError(res, meant.name, 'invalid_request', `the path "${full.slice(0, 200)}" is not the canonical spelling of a chat route, so it is not routed: send it as ${lenientFull}`);
     }
     next();
   };

@@ -38,6 +38,7 @@ import { credentialOwner, tokenMatches } from './credentials.js';
 import { sendError, type ErrorKind } from './errors.js';
 import { safely } from './observers.js';
 import { setRequestIdHeaders } from './request-id.js';
+import { fullPath } from './request-path.js';
 import { requestSlot } from './request-slot.js';
 import { watchResponseId } from './response-ids.js';
 import { SESSION_ID, type SessionTracker } from './sessions.js';
@@ -258,7 +259,7 @@ export function taskRouter(options: TaskRouterOptions = {}): RequestHandler {
       // Nothing parsed the body: the request goes on as it came, stream untouched, unrouted.
       if (!warnedNoParser) {
         warnedNoParser = true;
-        safely(() => warn(`taskRouter: req.body is not set on ${req.method} ${req.path}, so chat requests are forwarded unrouted. Put jsonBody() (or express.json()) before taskRouter; see "As Express middleware" in the README. This is reported once; task_router_skipped_total{reason="no_body_parser"} counts every such request.`));
+        safely(() => warn(`taskRouter: req.body is not set on ${req.method} ${fullPath(req)}, so chat requests are forwarded unrouted. Put jsonBody() (or express.json()) before taskRouter; see "As Express middleware" in the README. This is reported once; task_router_skipped_total{reason="no_body_parser"} counts every such request.`));
       }
       return passOn(req, format, 'no_body_parser');
     }
@@ -334,7 +335,7 @@ export function taskRouter(options: TaskRouterOptions = {}): RequestHandler {
   };
 
   return (req: Request, res: Response, next: NextFunction) => {
-    const format = req.method === 'POST' ? formatForPath(req.path) : null;
+    const format = req.method === 'POST' ? formatForPath(fullPath(req)) : null;
     if (!format) {
       setRequestIdHeaders(req, res);
       dropClientDecisionHeaders(req);

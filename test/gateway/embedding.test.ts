@@ -9,7 +9,7 @@ import type { Server } from 'node:http';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import { createProxyMiddleware } from 'http-proxy-middleware';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { bodyErrors, jsonBody, loadPrompts, restreamBody, SessionTracker, taskRouter, type RoutingHooks, type SessionStore } from '../../middleware/index.js';
+import { bodyErrors, finalErrorHandler, jsonBody, loadPrompts, messageLimit, refuseAmbiguousPaths, restreamBody, SessionTracker, taskRouter, type RoutingHooks, type SessionStore } from '../../middleware/index.js';
 import type { PromptSet } from '../../src/index.js';
 import { apiReply, startFakeUpstream, type FakeUpstream } from '../support/fake-upstream.js';
 import { openaiClient, postJson } from './clients.js';
@@ -333,6 +333,57 @@ describe('async observers that reject', () => {
       other.closeAllConnections();
       other.close();
     }
+  });
+});
+
+describe('mounted at the endpoint itself', () => {
+  const USER_TURN = { model: 'm', max_tokens: 10, messages: [{ role: 'user', content: 'fix the failing tests in src/app.ts' }] };
+
+  it.each([
+    ['/v1/chat/completions', '/v1/chat/completions', 'openai-chat'],
+    ['/v1/chat', '/v1/chat/completions', 'openai-chat'],
+    ['/v1/messages', '/v1/messages', 'anthropic'],
+    ['/v1/responses', '/v1/responses', 'openai-responses'],
+  ])('taskRouter mounted at %s routes %s', async (mount, path, format) => {
+    const app = express();
+    app.use(mount, jsonBody(1024 * 1024), bodyErrors, taskRouter({ prompts }));
+    app.use(proxy());
+    const url = await listen(app);
+    const body = format === 'openai-responses' ? { model: 'm', input: 'fix the failing tests in src/app.ts' } : USER_TURN;
+    const response = await within(postJson(url, path, body));
+    await response.arrayBuffer();
+    expect(response.headers.get('x-task-router-mode')).toBe('ACTION');
+    const seen = upstream.last().json;
+    const system = format === 'anthropic' ? seen.system : format === 'openai-responses' ? seen.instructions : seen.messages[0].content;
+    expect(system).toBe(prompts.action);
+  });
+
+  it('bodyErrors, messageLimit and finalErrorHandler answer in the mounted endpoint’s API shape', async () => {
+    const app = express();
+    app.use('/v1/messages', jsonBody(1024 * 1024), bodyErrors, messageLimit(2), taskRouter({ prompts }), (_req: Request, _res: Response, next: NextFunction) => {
+      next(new Error('the host failed'));
+    }, finalErrorHandler());
+    const url = await listen(app);
+    const badJson = await within(postJson(url, '/v1/messages', '{"model":'));
+    expect(badJson.status).toBe(400);
+    expect(await badJson.json()).toMatchObject({ type: 'error', error: { type: 'invalid_request_error' } });
+    const tooMany = await within(postJson(url, '/v1/messages', { ...USER_TURN, messages: [...USER_TURN.messages, ...USER_TURN.messages, ...USER_TURN.messages] }));
+    expect(tooMany.status).toBe(413);
+    expect(await tooMany.json()).toMatchObject({ type: 'error', error: { type: 'request_too_large' } });
+    const failed = await within(postJson(url, '/v1/messages', USER_TURN));
+    expect(failed.status).toBe(500);
+    expect(await failed.json()).toMatchObject({ type: 'error', error: { type: 'api_error' } });
+  });
+
+  it('refuseAmbiguousPaths mounted below the root reads the chat route from the whole path', async () => {
+    const app = express();
+    app.use('/v1/chat', refuseAmbiguousPaths());
+    app.use(proxy());
+    const url = await listen(app);
+    const refused = await within(postJson(url, '/v1/chat/%63ompletions', USER_TURN));
+    expect(refused.status).toBe(400);
+    expect(((await refused.json()) as { error: { message: string } }).error.message).toContain('send it as /v1/chat/completions');
+    expect(upstream.requests).toHaveLength(0);
   });
 });
 
