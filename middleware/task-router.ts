@@ -38,6 +38,7 @@ import { credentialOwner, tokenMatches } from './credentials.js';
 import { sendError, type ErrorKind } from './errors.js';
 import { safely } from './observers.js';
 import { setRequestIdHeaders } from './request-id.js';
+import { checkTaskRouterOptions } from './router-options.js';
 import { fullPath } from './request-path.js';
 import { requestSlot } from './request-slot.js';
 import { watchResponseId } from './response-ids.js';
@@ -176,12 +177,12 @@ function parseSession(value: string | string[] | undefined, header: string): str
   return SESSION_ID.test(text) ? text : new Error(`${header} must be 1-128 letters, digits or ._:@-, got "${text.slice(0, 40)}"`);
 }
 
-function staticSnapshot(options: TaskRouterOptions): () => RoutingSnapshot {
+function staticSnapshot(options: TaskRouterOptions, wrappers: readonly Wrapper[] | undefined): () => RoutingSnapshot {
   if (!options.prompts) throw new Error('taskRouter needs `prompts` (load them with loadPrompts()) or a `snapshot` function');
   const snapshot: RoutingSnapshot = {
     classifier: options.classifier ?? createClassifier({ now: () => performance.now() }),
     prompts: options.prompts,
-    wrappers: options.wrappers ?? DEFAULT_WRAPPERS,
+    wrappers: wrappers ?? DEFAULT_WRAPPERS,
     strategy: options.strategy ?? 'replace',
     hardRouting: options.hardRouting ?? true,
     allowOverride: options.allowOverride ?? true,
@@ -199,14 +200,16 @@ type Outcome = 'next' | 'answered';
  * Express middleware: on chat routes (…/chat/completions, …/messages, …/responses) it classifies the
  * latest human turn of the parsed JSON body, swaps in the route's system prompt, puts the decision in
  * `res.locals.taskRouter` and in headers both ways, and calls next(). Other paths pass untouched.
- * It needs the body parsed first (see `jsonBody`). It never fails a request on its own error: it falls
+ * It needs the body parsed first (see `jsonBody`). Its options are checked here, once: a wrong one
+ * throws an Error naming it. It never fails a request on its own error: it falls
  * back to soft routing, and failing that forwards the body as it came.
  *
  * The decision is made once, by the core (classifyRequest, then routeRequest); this adapter reads the
  * request, asks the tie-breaker and the session store when the core needs them, and writes the result.
  */
 export function taskRouter(options: TaskRouterOptions = {}): RequestHandler {
-  const snapshotOf = options.snapshot ?? staticSnapshot(options);
+  const { wrappers } = checkTaskRouterOptions(options);
+  const snapshotOf = options.snapshot ?? staticSnapshot(options, wrappers);
   const hooks = options.hooks ?? {};
   const sessions = options.sessions;
   const warn = options.warn ?? ((message: string) => process.emitWarning(message, { code: 'TASK_ROUTER_NO_BODY_PARSER' }));

@@ -9,7 +9,7 @@ import type { Server } from 'node:http';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import { createProxyMiddleware } from 'http-proxy-middleware';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { bodyErrors, finalErrorHandler, jsonBody, loadPrompts, messageLimit, refuseAmbiguousPaths, restreamBody, SessionTracker, taskRouter, type RoutingHooks, type SessionStore } from '../../middleware/index.js';
+import { bodyErrors, finalErrorHandler, jsonBody, loadPrompts, messageLimit, refuseAmbiguousPaths, restreamBody, SessionTracker, taskRouter, type RoutingHooks, type SessionStore, type TaskRouterOptions } from '../../middleware/index.js';
 import type { PromptSet } from '../../src/index.js';
 import { apiReply, startFakeUpstream, type FakeUpstream } from '../support/fake-upstream.js';
 import { openaiClient, postJson } from './clients.js';
@@ -384,6 +384,48 @@ describe('mounted at the endpoint itself', () => {
     expect(refused.status).toBe(400);
     expect(((await refused.json()) as { error: { message: string } }).error.message).toContain('send it as /v1/chat/completions');
     expect(upstream.requests).toHaveLength(0);
+  });
+});
+
+describe('taskRouter checks its options when it is made', () => {
+  const shipped = () => prompts;
+  it.each([
+    ['a misspelled strategy', () => ({ prompts: shipped(), strategy: 'prepnd' }), /strategy: expected one of replace, prepend, append, got "prepnd"/],
+    ['hardRouting read from the environment as text', () => ({ prompts: shipped(), hardRouting: 'false' }), /hardRouting: expected true or false, got "false"/],
+    ['allowOverride as a number', () => ({ prompts: shipped(), allowOverride: 1 }), /allowOverride: expected true or false, got 1/],
+    ['overridesOpen as text', () => ({ prompts: shipped(), overridesOpen: 'yes' }), /overridesOpen: expected true or false, got "yes"/],
+    ['a prompt set missing prompts', () => ({ prompts: { answer: 'A', action: 'B' } }), /prompts\.toolSpecialist: expected the toolSpecialist prompt \(tool-specialist\.md\) as text, got nothing \(it is missing\)/],
+    ['an empty prompt', () => ({ prompts: { ...shipped(), escalate: '  ' } }), /prompts\.escalate: expected the escalate prompt \(escalate\.md\) as non-empty text, got " {2}"/],
+    ['wrappers as a string', () => ({ prompts: shipped(), wrappers: 'system-reminder' }), /wrappers: expected an array of wrappers.*got "system-reminder"/],
+    ['a wrapper of the wrong shape', () => ({ prompts: shipped(), wrappers: [{ agent: 'x', tag: 'a b', action: 'drop' }] }), /wrappers\.0\.tag: an element name of letters.*, got "a b"/],
+    ['a hook that is not a function', () => ({ prompts: shipped(), hooks: { decision: 'log' } }), /hooks\.decision: expected a function, got "log"/],
+    ['hooks that are not an object', () => ({ prompts: shipped(), hooks: 'log' }), /hooks: expected an object of functions \(decision, skip, fallback, override\), got "log"/],
+    ['a misspelled option', () => ({ prompts: shipped(), hardrouting: false }), /hardrouting: not an option of taskRouter/],
+  ])('refuses %s, naming the option, what was given and what is expected', (_name, options, message) => {
+    expect(() => taskRouter(options() as TaskRouterOptions)).toThrow(message);
+  });
+
+  it('takes every option given rightly, and routes with them', async () => {
+    const decisions: string[] = [];
+    const app = express();
+    app.use('/v1', jsonBody(1024 * 1024), bodyErrors, taskRouter({
+      prompts,
+      strategy: 'prepend',
+      hardRouting: true,
+      allowOverride: true,
+      overridesOpen: false,
+      overrideToken: 'secret',
+      wrappers: [{ agent: 'test', tag: 'noise', action: 'drop' }],
+      hooks: { decision: (decision) => decisions.push(decision.mode) },
+      warn: () => undefined,
+      responseChain: { entries: 8, characters: 1024 },
+    }));
+    app.use(proxy());
+    const url = await listen(app);
+    const response = await within(postJson(url, '/v1/chat/completions', { model: 'm', messages: [{ role: 'user', content: '<noise>what is a mutex?</noise> fix the failing tests in src/app.ts' }] }));
+    await response.arrayBuffer();
+    expect(decisions).toEqual(['ACTION']);
+    expect(upstream.last().json.messages[0].content).toBe(prompts.action);
   });
 });
 
