@@ -70,24 +70,24 @@ function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
  * option, what was given and what is expected. Returns the wrappers as checked, when they were given.
  */
 export function checkTaskRouterOptions(options: unknown): { readonly wrappers: readonly Wrapper[] | undefined } {
-  const issues = issuesOf(TaskRouterOptionsSchema.safeParse(options ?? {}), options);
+  const issues = issuesOf(TaskRouterOptionsSchema.safeParse(options ?? {}), options, 'taskRouter');
   let wrappers: readonly Wrapper[] | undefined;
   const given = (options as { wrappers?: unknown } | undefined)?.wrappers;
   if (Array.isArray(given)) {
     // The entries get config/wrappers.json's own checks, and their messages.
     const checked = WrappersSchema.safeParse({ wrappers: given });
     if (checked.success) wrappers = checked.data.wrappers;
-    else issues.push(...issuesOf(checked, { wrappers: given }));
+    else issues.push(...issuesOf(checked, { wrappers: given }, 'taskRouter'));
   }
   if (issues.length > 0) throw new Error(`taskRouter: invalid options:\n${issues.map((issue) => `  - ${issue}`).join('\n')}`);
   return { wrappers };
 }
 
-/** One line per problem: where, what is expected, and what was given there. */
-function issuesOf(result: z.ZodSafeParseResult<unknown>, root: unknown): string[] {
+/** One line per problem of `root` (the options of `owner`): where, what is expected, and what was given there. */
+export function issuesOf(result: z.ZodSafeParseResult<unknown>, root: unknown, owner: string): string[] {
   if (result.success) return [];
   return result.error.issues.map((issue) => {
-    if (issue.code === 'unrecognized_keys') return `${[...issue.path, ''].join('.')}${issue.keys.join(', ')}: not an option of taskRouter (a misspelling?)`;
+    if (issue.code === 'unrecognized_keys') return `${[...issue.path, ''].join('.')}${issue.keys.join(', ')}: not an option of ${owner} (a misspelling?)`;
     const where = issue.path.map(String).join('.') || 'options';
     return `${where}: ${issue.message}, got ${shown(valueAt(root, issue.path))}`;
   });

@@ -11,7 +11,39 @@ import {
   type TaskSeen,
 } from '../src/index.js';
 
+import { z } from 'zod';
+import { issuesOf } from './router-options.js';
+
 type MaybePromise<T> = T | Promise<T>;
+
+const positiveWhole = (what: string) => z.number({ error: `expected a whole number of 1 or more (${what})` }).int({ error: `expected a whole number of 1 or more (${what})` }).positive({ error: `expected a whole number of 1 or more (${what})` });
+const fn = z.custom<(...args: never[]) => unknown>((value) => typeof value === 'function', { error: 'expected a function' });
+
+const MemoryStoreOptionsSchema = z.looseObject({
+  maxSessions: positiveWhole('the most sessions kept; the gateway uses sessions.maxSessions, default 10000'),
+  ttlMs: z.number({ error: 'expected milliseconds, above 0 (how long an unused session is kept; the gateway uses sessions.ttlSeconds × 1000, default 3600000)' })
+    .positive({ error: 'expected milliseconds, above 0 (how long an unused session is kept; the gateway uses sessions.ttlSeconds × 1000, default 3600000)' })
+    .finite({ error: 'expected a finite number of milliseconds' }),
+  now: fn.optional(),
+}, { error: 'expected the store\'s settings: { maxSessions, ttlMs } (the gateway uses sessions.maxSessions, default 10000, and sessions.ttlSeconds × 1000, default 3600000)' });
+
+/** HTTP header names are tokens (RFC 9110 §5.6.2). */
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+const SessionSettingsSchema = z.looseObject({
+  header: z.string({ error: 'expected the name of the request header that names the session (the gateway uses sessions.header, default x-task-router-session)' })
+    .regex(HEADER_NAME, { error: 'expected an HTTP header name (letters, digits and -, no spaces or colon)' }),
+  maxTasks: positiveWhole('tasks kept per session; the gateway uses sessions.maxTasksPerSession, default 32'),
+  maxDecisions: positiveWhole('decision ids kept per session; the gateway uses sessions.maxDecisionsPerSession, default 64'),
+}, { error: 'expected the tracker\'s settings: { header, maxTasks, maxDecisions }' });
+
+const SessionStoreSchema = z.looseObject({ get: fn, set: fn, delete: fn }, { error: 'expected a session store: an object with get, set and delete (a MemorySessionStore)' });
+
+/** Throws an Error naming every setting of `owner` that is missing or wrong, what was given and what is expected. */
+function check(owner: string, checks: readonly [string, z.ZodType, unknown][]): void {
+  const issues = checks.flatMap(([name, schema, value]) => issuesOf(schema.safeParse(value), value, owner).map((issue) => `${name}${issue.startsWith('options:') ? issue.slice('options'.length) : `.${issue}`}`));
+  if (issues.length > 0) throw new Error(`${owner}: invalid settings:\n${issues.map((issue) => `  - ${issue}`).join('\n')}`);
+}
 
 /** What a change of one session leaves behind: `state` to store (undefined: leave it as it was) and what to answer. */
 export interface SessionChange<T> {
@@ -54,6 +86,9 @@ export class MemorySessionStore implements SessionStore {
   readonly #now: () => number;
 
   constructor(private readonly options: MemoryStoreOptions) {
+    // Checked here: without maxSessions every session would be evicted the moment it is stored, and
+    // nothing would ever say so.
+    check('MemorySessionStore', [['options', MemoryStoreOptionsSchema, options]]);
     this.#now = options.now ?? Date.now;
   }
 
@@ -130,6 +165,9 @@ export class SessionTracker {
   readonly #now: () => number;
 
   constructor(readonly settings: SessionSettings, readonly store: SessionStore, now: () => number = Date.now) {
+    // Checked here: without maxTasks or maxDecisions every decision would fail to be recorded, and
+    // taskRouter, which never fails a request on session state, would route statelessly for ever.
+    check('SessionTracker', [['settings', SessionSettingsSchema, settings], ['store', SessionStoreSchema, store], ['now', fn, now]]);
     this.#now = now;
   }
 

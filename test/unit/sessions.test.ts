@@ -6,7 +6,7 @@ import express from 'express';
 import { describe, expect, it } from 'vitest';
 import { jsonBody } from '../../middleware/json-body.js';
 import { DEFAULT_PROMPTS_DIR, loadPrompts, PromptError } from '../../middleware/prompts.js';
-import { MemorySessionStore, SessionOwnerError, SessionTracker, type SessionStore } from '../../middleware/sessions.js';
+import { MemorySessionStore, SessionOwnerError, SessionTracker, type MemoryStoreOptions, type SessionSettings, type SessionStore } from '../../middleware/sessions.js';
 import { taskRouter, type FallbackStage, type RoutedDecision } from '../../middleware/task-router.js';
 import { emptySession, redactSecrets, taskKeyOf, type SessionState } from '../../src/index.js';
 
@@ -188,6 +188,43 @@ describe('the debate prompts', () => {
       ]);
     } finally {
       await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('session settings are checked when the store and the tracker are made', () => {
+  const store = () => new MemorySessionStore({ maxSessions: 10, ttlMs: 60_000 });
+  it.each([
+    ['a store with no settings', () => new (MemorySessionStore as new (options?: unknown) => MemorySessionStore)(), /MemorySessionStore: invalid settings:\n {2}- options: expected the store's settings: \{ maxSessions, ttlMs \}.*got nothing/],
+    ['a store without maxSessions', () => new MemorySessionStore({ ttlMs: 60_000 } as MemoryStoreOptions), /options\.maxSessions: expected a whole number of 1 or more .*sessions\.maxSessions, default 10000\), got nothing \(it is missing\)/],
+    ['a store with ttlMs as text', () => new MemorySessionStore({ maxSessions: 10, ttlMs: '60000' } as unknown as MemoryStoreOptions), /options\.ttlMs: expected milliseconds, above 0 .*got "60000"/],
+    ['a tracker without maxTasks and maxDecisions', () => new SessionTracker({ header: 'x-session' } as SessionSettings, store()), /settings\.maxTasks: expected a whole number of 1 or more .*got nothing \(it is missing\)\n {2}- settings\.maxDecisions: /],
+    ['a tracker with a header name holding a space', () => new SessionTracker({ ...SETTINGS, header: 'x session' }, store()), /settings\.header: expected an HTTP header name.*got "x session"/],
+    ['a tracker with no store', () => new SessionTracker(SETTINGS, undefined as unknown as SessionStore), /store: expected a session store/],
+  ])('refuses %s, naming the setting', (_name, make, message) => {
+    expect(make).toThrow(message);
+  });
+
+  it('with its settings right, a tracker records the sessions of a real app', async () => {
+    const tracker = new SessionTracker({ header: 'x-session', maxTasks: 4, maxDecisions: 8 }, store());
+    const app = express();
+    app.use(jsonBody(1 << 20), taskRouter({ prompts: await loadPrompts(), sessions: tracker }), (_req, res) => {
+      res.json({ task: (res.locals.taskRouter as RoutedDecision).task });
+    });
+    const server = app.listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    try {
+      const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-session': 'abc' },
+        body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'deploy the api to prod' }] }),
+      });
+      expect(res.status).toBe(200);
+      const { task } = (await res.json()) as { task: string };
+      expect((await tracker.state('abc'))?.tasks.map((seen) => seen.key)).toEqual([task]);
+    } finally {
+      server.closeAllConnections();
+      server.close();
     }
   });
 });
