@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PROMPT_FILES, type PromptSet } from '../src/index.js';
-import { packageRoot } from './files.js';
+import { NotUtf8Error, packageRoot, utf8Text } from './files.js';
 
 /** The shipped prompt folder. */
 export const DEFAULT_PROMPTS_DIR = join(packageRoot(), 'prompts');
@@ -14,16 +14,23 @@ export class PromptError extends Error {
   }
 }
 
-/** Loads every prompt file; a missing or empty one is an error naming the file. */
+/** Loads every prompt file; a missing or empty one, or one not in UTF-8, is an error naming the file. */
 export async function loadPrompts(dir: string = DEFAULT_PROMPTS_DIR): Promise<PromptSet> {
   const results = await Promise.all(
     Object.entries(PROMPT_FILES).map(async ([role, name]): Promise<{ role: string; text: string } | { issue: string }> => {
       const file = join(dir, name);
-      let text: string;
+      let bytes: Buffer;
       try {
-        text = await readFile(file, 'utf8');
+        bytes = await readFile(file);
       } catch (error) {
         return { issue: `prompt file ${file} cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}); every route needs its prompt` };
+      }
+      let text: string;
+      try {
+        text = utf8Text(bytes, file);
+      } catch (error) {
+        if (!(error instanceof NotUtf8Error)) throw error;
+        return { issue: `prompt file ${error.message}` };
       }
       // Trimmed so the bytes we send are exactly the bytes we recognise as ours.
       if (text.trim() === '') return { issue: `prompt file ${file} is empty; write the ${role} prompt into it` };

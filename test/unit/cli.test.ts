@@ -1,5 +1,5 @@
 import { execSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -410,6 +410,27 @@ describe('check, usage and errors', () => {
     expect(help.stdout).toMatch(/usage/);
     expect(help.stdout).toMatch(/classify/);
     expect(help.stdout).toMatch(/eval/);
+  });
+});
+
+describe('files that are not UTF-8', () => {
+  it('check refuses a prompt file saved as Latin-1, naming it and the line', () => {
+    const dir = mkdtempSync(join(scratch, 'latin1-prompts-'));
+    cpSync(join(root, 'prompts'), join(dir, 'prompts'), { recursive: true });
+    writeFileSync(join(dir, 'prompts', 'answer.md'), Buffer.from('# R\xe9ponse directe\n', 'latin1'));
+    writeFileSync(join(dir, 'config.yaml'), 'prompts: prompts\n');
+    const run = cli(['check', '--config', join(dir, 'config.yaml')]);
+    expect(run.status).toBe(2);
+    expect(run.stderr).toContain(`${join(dir, 'prompts', 'answer.md')} is not valid UTF-8 (line 1`);
+    expect(run.stderr).toContain('save it as UTF-8');
+  });
+
+  it('check refuses a configuration file saved as Latin-1, naming it', () => {
+    const file = join(scratch, 'latin1-config.yaml');
+    writeFileSync(file, Buffer.from('# r\xe9glages\nrouting:\n  hard: false\n', 'latin1'));
+    const run = cli(['check', '--config', file]);
+    expect(run.status).toBe(2);
+    expect(run.stderr).toContain(`${file} is not valid UTF-8 (line 1`);
   });
 });
 

@@ -192,6 +192,33 @@ describe('the debate prompts', () => {
   });
 });
 
+describe('prompt files that are not UTF-8', () => {
+  it('are refused, naming the file and the line, instead of loading with U+FFFD in place of letters', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'task-router-prompts-'));
+    try {
+      await cp(DEFAULT_PROMPTS_DIR, dir, { recursive: true });
+      // Latin-1: é and ç are one byte each, which UTF-8 never writes alone.
+      await writeFile(join(dir, 'answer.md'), Buffer.from('# Direct answer\nR\xe9ponds en fran\xe7ais.\n', 'latin1'));
+      const error = await loadPrompts(dir).then(() => undefined, (thrown: unknown) => thrown);
+      expect(error).toBeInstanceOf(PromptError);
+      expect((error as PromptError).issues).toEqual([`prompt file ${join(dir, 'answer.md')} is not valid UTF-8 (line 2 holds a byte UTF-8 text cannot: was it saved as Latin-1 or Windows-1252?); save it as UTF-8`]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('UTF-8 ones load as written, accents and a byte order mark included', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'task-router-prompts-'));
+    try {
+      await cp(DEFAULT_PROMPTS_DIR, dir, { recursive: true });
+      await writeFile(join(dir, 'answer.md'), '\uFEFF# Réponse directe\nRéponds en français.\n');
+      expect((await loadPrompts(dir)).answer).toBe('# Réponse directe\nRéponds en français.');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('session settings are checked when the store and the tracker are made', () => {
   const store = () => new MemorySessionStore({ maxSessions: 10, ttlMs: 60_000 });
   it.each([
