@@ -97,11 +97,60 @@ export function latestUserText(messages: unknown, textTypes: readonly string[], 
   return null;
 }
 
-/** Removes every copy of our own prompts from a client prompt, and the blank lines left around them. */
+/**
+ * Where the gap before a prompt of ours starts: the spaces on its line, and up to two line breaks (one
+ * blank line) before them. Scanned by hand from the end: an end-anchored regex retries from every
+ * position of a long run of spaces.
+ */
+function gapBeforeStart(text: string): number {
+  let at = text.length;
+  while (at > 0 && (text[at - 1] === ' ' || text[at - 1] === '\t')) at -= 1;
+  for (let breaks = 0; breaks < 2 && text[at - 1] === '\n'; breaks += 1) {
+    at -= 1;
+    if (text[at - 1] === '\r') at -= 1;
+  }
+  return at;
+}
+
+/** Where the gap after a prompt of ours ends: the spaces left on its line and up to two line breaks. */
+function gapAfterEnd(text: string): number {
+  let at = 0;
+  while (at < text.length && (text[at] === ' ' || text[at] === '\t')) at += 1;
+  for (let breaks = 0; breaks < 2; breaks += 1) {
+    if (text[at] === '\n') at += 1;
+    else if (text[at] === '\r' && text[at + 1] === '\n') at += 2;
+    else break;
+  }
+  return at;
+}
+
+/**
+ * Removes every copy of our own prompts from a client prompt, and the gap each one leaves: the
+ * separator on either side of it (one blank line at most, as composeText writes), so a prompt of ours
+ * at the start or end leaves nothing and one in the middle leaves a single separator. A client prompt
+ * holding none of ours comes back as it is, byte for byte: its blank lines and leading or trailing
+ * whitespace can matter (a few-shot layout, a code sample), and they are the client's to choose.
+ */
 export function stripOwnPrompts(text: string, ownPrompts: readonly string[]): string {
   let out = text;
-  for (const own of ownPrompts) if (own && out.includes(own)) out = out.split(own).join('');
-  return out.replace(/\n{3,}/g, '\n\n').trim();
+  for (const own of ownPrompts) {
+    if (!own || !out.includes(own)) continue;
+    const pieces = out.split(own);
+    out = pieces[0] ?? '';
+    for (let index = 1; index < pieces.length; index += 1) {
+      const piece = pieces[index] ?? '';
+      const leftEnd = gapBeforeStart(out);
+      const rightStart = gapAfterEnd(piece);
+      const left = out.slice(0, leftEnd);
+      const right = piece.slice(rightStart);
+      const gapBefore = out.slice(leftEnd);
+      const gapAfter = piece.slice(0, rightStart);
+      // At either end the gap goes with the prompt; between two texts of the client one separator stays.
+      const gap = left === '' || right === '' ? '' : gapBefore.length >= gapAfter.length ? gapBefore : gapAfter;
+      out = left + gap + right;
+    }
+  }
+  return out;
 }
 
 /** Our prompt and the client's, in the strategy's order, separated by a blank line. */

@@ -298,3 +298,55 @@ describe('system prompt forms through the SDKs', () => {
     expect(upstream.last().json.system).toEqual([{ type: 'text', text: prompts().action, cache_control: { type: 'ephemeral' } }]);
   });
 });
+
+/**
+ * The client's own system prompt is the client's: its blank lines and leading or trailing whitespace
+ * (a few-shot layout, a code sample) reach the upstream as written unless a prompt of ours was in it.
+ */
+describe('the client\'s system prompt is forwarded byte for byte under prepend and append', () => {
+  const layout = '\n  Answer in this exact layout:\n\n\n\nQ: …\n\n\nA: …\n\n```python\ndef f():\n    pass\n\n\n\ndef g():\n    pass\n```\n  ';
+
+  describe.each(['prepend', 'append'] as const)('strategy %s', (strategy) => {
+    it('OpenAI chat: a string system message holding none of our prompts', async () => {
+      const seen = await through(strategy, 'openai-chat', { model: 'm', messages: [{ role: 'system', content: layout }, { role: 'user', content: ACTION }] });
+      expect(seen.json.messages[0]).toEqual({ role: 'system', content: composed(strategy, prompts().action, layout) });
+    });
+
+    it('OpenAI chat: text parts holding none of our prompts', async () => {
+      const parts = [{ type: 'text', text: layout }];
+      const seen = await through(strategy, 'openai-chat', { model: 'm', messages: [{ role: 'system', content: parts }, { role: 'user', content: ACTION }] });
+      const ours = { type: 'text', text: prompts().action };
+      expect(seen.json.messages[0].content).toEqual(strategy === 'prepend' ? [ours, ...parts] : [...parts, ours]);
+    });
+
+    it('Anthropic: `system` as a string and as blocks', async () => {
+      const asString = await through(strategy, 'anthropic', { model: 'c', max_tokens: 8, system: layout, messages: [{ role: 'user', content: ACTION }] });
+      expect(asString.json.system).toBe(composed(strategy, prompts().action, layout));
+      const block = { type: 'text', text: layout };
+      const asBlocks = await through(strategy, 'anthropic', { model: 'c', max_tokens: 8, system: [block], messages: [{ role: 'user', content: ACTION }] });
+      const ours = { type: 'text', text: prompts().action };
+      expect(asBlocks.json.system).toEqual(strategy === 'prepend' ? [ours, block] : [block, ours]);
+    });
+
+    it('OpenAI responses: `instructions`', async () => {
+      const seen = await through(strategy, 'openai-responses', { model: 'm', instructions: layout, input: ACTION });
+      expect(seen.json.instructions).toBe(composed(strategy, prompts().action, layout));
+    });
+
+    it('a second pass removes our prompt and the gap it left, and nothing of the client\'s', async () => {
+      const body = { model: 'm', messages: [{ role: 'system', content: layout }, { role: 'user', content: 'drop the users table in prod' }] };
+      const once = await through(strategy, 'openai-chat', body);
+      const twice = await through(strategy, 'openai-chat', once.json);
+      expect(twice.json).toEqual(once.json);
+      expect(promptCopies(twice.text, prompts().debatePlanning)).toBe(1);
+      const content: string = twice.json.messages[0].content;
+      expect(strategy === 'prepend' ? content.endsWith(`\n\n${layout}`) : content.startsWith(`${layout}\n\n`)).toBe(true);
+    });
+  });
+
+  it('a prompt of ours between two client texts leaves one separator, the client\'s text around it untouched', async () => {
+    const client = `  Rule A.\n\n${prompts().answer}\n\nRule B.\n\n\n`;
+    const seen = await through('prepend', 'openai-chat', { model: 'm', messages: [{ role: 'system', content: client }, { role: 'user', content: ACTION }] });
+    expect(seen.json.messages[0].content).toBe(composed('prepend', prompts().action, '  Rule A.\n\nRule B.\n\n\n'));
+  });
+});
