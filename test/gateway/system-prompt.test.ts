@@ -350,3 +350,47 @@ describe('the client\'s system prompt is forwarded byte for byte under prepend a
     expect(seen.json.messages[0].content).toBe(composed('prepend', prompts().action, '  Rule A.\n\nRule B.\n\n\n'));
   });
 });
+
+/**
+ * A Responses system or developer item is the client's prompt: its text reaches `instructions` whole,
+ * however many parts it is sent in, and one holding anything but text stays in `input` under prepend
+ * and append (`instructions` is a string: an image or a file cannot go there).
+ */
+describe('OpenAI responses: system and developer items in `input`', () => {
+  // An agent's repo map sent one part per file: 200 parts of 1,000 characters, past any classifier read limit.
+  const files = Array.from({ length: 200 }, (_, index) => ({ type: 'input_text', text: `FILE-${String(index).padStart(3, '0')} ${'x'.repeat(990)}` }));
+  const user = { role: 'user', content: [{ type: 'input_text', text: ACTION }] };
+
+  describe.each(['prepend', 'append'] as const)('strategy %s', (strategy) => {
+    it('an item of many text parts reaches `instructions` whole, in order', async () => {
+      const seen = await through(strategy, 'openai-responses', { model: 'm', input: [{ role: 'developer', content: files }, user] });
+      expect(seen.json.instructions).toBe(composed(strategy, prompts().action, files.map((part) => part.text).join('\n')));
+      expect(seen.json.input).toEqual([user]);
+    });
+
+    it('an item holding an image stays in `input` whole; text-only items still move', async () => {
+      const withImage = { role: 'system', content: [{ type: 'input_text', text: 'Match this style:' }, { type: 'input_image', image_url: 'https://example.com/style.png' }] };
+      const seen = await through(strategy, 'openai-responses', {
+        model: 'm',
+        instructions: 'Be terse.',
+        input: [withImage, { role: 'developer', content: 'Dev rule.' }, user],
+      });
+      expect(seen.json.instructions).toBe(composed(strategy, prompts().action, 'Be terse.\n\nDev rule.'));
+      expect(seen.json.input).toEqual([withImage, user]);
+    });
+
+    it('a kept item loses a prompt of ours on a second pass, nothing else', async () => {
+      const withImage = { role: 'system', content: [{ type: 'input_text', text: `${prompts().answer}\n\nMatch this style:` }, { type: 'input_image', image_url: 'https://example.com/style.png' }] };
+      const seen = await through(strategy, 'openai-responses', { model: 'm', input: [withImage, user] });
+      expect(seen.json.input).toEqual([{ ...withImage, content: [{ type: 'input_text', text: 'Match this style:' }, withImage.content[1]] }, user]);
+      expect(promptCopies(seen.text, prompts().answer)).toBe(0);
+    });
+  });
+
+  it('under replace every system item goes, images included: the model sees our prompt alone', async () => {
+    const withImage = { role: 'system', content: [{ type: 'input_text', text: 'Match this style:' }, { type: 'input_image', image_url: 'https://example.com/style.png' }] };
+    const seen = await through('replace', 'openai-responses', { model: 'm', input: [withImage, { role: 'developer', content: files }, user] });
+    expect(seen.json.instructions).toBe(prompts().action);
+    expect(seen.json.input).toEqual([user]);
+  });
+});
