@@ -7,7 +7,7 @@ import { taskKeyOf } from './task-keys.js';
 import type { ChatFormat, FormatName, JsonObject, Strategy } from './formats/format.js';
 import { humanTurns, type HumanTurns } from './human-turns.js';
 import type { ChainLink } from './response-chain.js';
-import { applyOverride, assemblePrompt, ownPrompts, routeOf, type PromptSet, type Route } from './route.js';
+import { applyOverride, assemblePrompt, carriesPlanningDebate, ownPrompts, routeOf, type PromptSet, type Route } from './route.js';
 import type { TiebreakResult, UnsurePolicy } from './unsure.js';
 import type { Wrapper } from './wrappers.js';
 
@@ -255,12 +255,14 @@ export function softRoutedBody(state: Pick<RoutingState, 'prompts' | 'strategy'>
 }
 
 /**
- * The debates a decision carries, planning first. An escalation supersedes the planning debate (its
- * prompt is left out: see assemblePrompt). A failure debate's stakes are those of the task that failed.
+ * The debates whose prompts a decision's request carries, planning first: exactly those assemblePrompt
+ * puts in. A planning verdict under soft routing is the classifier's opinion, not a prompt sent, so it
+ * is not reported; an escalation supersedes the planning debate. A failure debate's stakes are those of
+ * the task that failed.
  */
-export function debatesOf(decision: Pick<RoutedDecision, 'debate' | 'failure'>): DebateCarried[] {
+export function debatesOf(decision: Pick<RoutedDecision, 'route' | 'debate' | 'failure'>): DebateCarried[] {
   const debates: DebateCarried[] = [];
-  if (decision.debate.verdict === 'DEBATE_PLANNING' && decision.failure?.verdict !== 'AUTO_ESCALATE') debates.push({ kind: 'planning', stakes: decision.debate.stakes });
+  if (carriesPlanningDebate(decision.route, decision, decision.failure?.verdict ?? null)) debates.push({ kind: 'planning', stakes: decision.debate.stakes });
   if (decision.failure) debates.push({ kind: decision.failure.verdict === 'AUTO_ESCALATE' ? 'escalate' : 'failure', stakes: decision.failure.stakes });
   return debates;
 }

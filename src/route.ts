@@ -47,6 +47,16 @@ export function routeOf(decision: Decision, hard: boolean): Route {
 }
 
 /**
+ * Whether a request's prompt carries the planning debate: on route `action` only (an ANSWER, a trivial
+ * command and soft routing, where the model decides the route itself, never get it), and not beside an
+ * escalation, which tells the model to stop acting. The prompt (assemblePrompt) and what is reported of
+ * it (debatesOf: the debate header, task_router_debates_total) both ask here, so they cannot disagree.
+ */
+export function carriesPlanningDebate(route: Route, decision: Pick<Decision, 'debate'>, failure: FailureVerdict | null): boolean {
+  return route === 'action' && decision.debate.verdict === 'DEBATE_PLANNING' && failure !== 'AUTO_ESCALATE';
+}
+
+/**
  * The system prompt for a route: byte-for-byte the same for the same route and verdicts, so provider
  * prompt caching keeps working. A planning-debate verdict adds the debate prompt after the route's own;
  * a session's failure verdict adds the failure-debate or escalation prompt last, on any route (soft
@@ -54,7 +64,7 @@ export function routeOf(decision: Decision, hard: boolean): Route {
  * the planning debate: it tells the model to stop acting, so weighing how to act is moot.
  */
 export function assemblePrompt(route: Route, decision: Decision, prompts: PromptSet, failure: FailureVerdict | null = null): string {
-  const planning = route === 'action' && decision.debate.verdict === 'DEBATE_PLANNING' && failure !== 'AUTO_ESCALATE';
+  const planning = carriesPlanningDebate(route, decision, failure);
   const key = `${route} ${planning} ${failure}`;
   let assembled = assembledPrompts.get(prompts);
   if (assembled === undefined) assembledPrompts.set(prompts, (assembled = new Map()));

@@ -248,6 +248,34 @@ describe('the other triggers', () => {
   });
 });
 
+describe('a planning debate is reported only when its prompt was sent', () => {
+  const RISKY = 'drop the users table in the production database';
+
+  it('soft routing (the flag off, then on, then flipped off by the admin API): no debate header either way, none counted', async () => {
+    const { url } = await start('soft-planning.yaml', { env: { ENABLE_HARD_ROUTING: 'false', ADMIN_TOKEN: TOKEN } });
+    const soft = await chat(url, RISKY);
+    expect(soft.headers.get('x-task-router-routing')).toBe('soft');
+    expect(soft.system).toBe(prompts.softRouter);
+    // chat() also checks that the upstream was told what the client was: no header on either side.
+    expect(soft.headers.get('x-task-router-debate')).toBeNull();
+    expect(await metricSum(url, 'task_router_debates_total', { kind: 'planning' })).toBe(0);
+
+    const flip = (hardRouting: boolean) => fetch(`${url}/admin/flags`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify({ hardRouting }) });
+    expect((await flip(true)).status).toBe(200);
+    const hard = await chat(url, RISKY);
+    expect(hard.system).toBe(`${action()}\n\n${prompts.debatePlanning}`);
+    expect(hard.headers.get('x-task-router-debate')).toBe('planning; stakes=high');
+    expect(await metricSum(url, 'task_router_debates_total', { kind: 'planning' })).toBe(1);
+
+    expect((await flip(false)).status).toBe(200);
+    const flipped = await chat(url, RISKY);
+    expect(flipped.headers.get('x-task-router-routing')).toBe('soft');
+    expect(flipped.system).not.toContain(prompts.debatePlanning);
+    expect(flipped.headers.get('x-task-router-debate')).toBeNull();
+    expect(await metricSum(url, 'task_router_debates_total', { kind: 'planning' })).toBe(1);
+  });
+});
+
 describe('bad input', () => {
   it('POST /router/outcomes answers 400 with the reasons for a body that does not fit, the same 404 for an unknown session or task', async () => {
     const { url } = await start('validation.yaml');

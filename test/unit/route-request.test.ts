@@ -65,3 +65,27 @@ describe('formatForPath', () => {
     expect(formatForPath('/v1/threads/thread_abc123/messages')).toBeNull();
   });
 });
+
+describe('routeRequest: the debates reported are the debate prompts sent', () => {
+  const risky = { model: 'm', messages: [{ role: 'user', content: 'drop the users table in the production database' }] };
+  const format = formatForPath('/v1/chat/completions');
+
+  it.each([true, false])('hard routing %s, with and without a failure debate or an escalation', (hardRouting) => {
+    if (!format) throw new Error('no chat format');
+    const state: RoutingState = { classifier, prompts, strategy: 'replace', hardRouting, configHash: 'test' };
+    const human = readHumanTurns(state, format, risky);
+    if (!human) throw new Error('no human turn');
+    const request = classifyRequest(state, format, risky, human, null, null);
+    expect(request.applied.debate.verdict).toBe('DEBATE_PLANNING');
+    for (const verdict of [null, 'DEBATE_FAILURE', 'AUTO_ESCALATE'] as const) {
+      const failure = verdict ? { verdict, trigger: 'consecutive_failures' as const, task: 'abc', stakes: 'high' as const, failures: 2, rejections: 0, delivered: false, at: 0 } : null;
+      const out = routeRequest(state, request, { id: 'id', requestId: 'rid', session: null, failure, tiebreak: null });
+      const system = String((out.body.messages as { content: string }[])[0]?.content);
+      const sent = { planning: system.includes(prompts.debatePlanning), failure: system.includes(prompts.debateFailure), escalate: system.includes(prompts.escalate) };
+      const reported = { planning: false, failure: false, escalate: false };
+      for (const debate of out.debates) reported[debate.kind] = true;
+      expect(reported, `${verdict} on route ${out.decision.route}`).toEqual(sent);
+      expect(out.headers['x-task-router-debate']?.includes('planning') ?? false).toBe(sent.planning);
+    }
+  });
+});
