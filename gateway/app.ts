@@ -6,7 +6,7 @@ import { adminRouter, bearerAuth } from './admin.js';
 import { startEchoUpstream, type EchoUpstream } from './echo-upstream.js';
 import { classifyRouter } from './classify-endpoint.js';
 import { requestIds } from '../middleware/request-id.js';
-import { finalErrorHandler, OWN_PATH, sendRouterError } from '../middleware/errors.js';
+import { finalErrorHandler, sendRouterError } from '../middleware/errors.js';
 import { bodyErrors, jsonBody } from '../middleware/json-body.js';
 import { DEFAULT_MAX_MESSAGES, messageLimit } from '../middleware/limits.js';
 import { safely } from '../middleware/observers.js';
@@ -82,6 +82,13 @@ function logDeadline(ms: number): AbortSignal {
   return controller.signal;
 }
 
+/**
+ * The gateway's own path prefixes: its endpoints and probes. Nothing under them is the upstream's, so
+ * a request there that no route of ours answers gets a 404 here, never the proxy (where a chat path
+ * under one, /metrics/v1/chat/completions say, would go upstream unrouted and past every limit).
+ */
+const OWN_PREFIX = /^\/(?:admin|router|metrics|healthz|livez|readyz)(?:\/|$)/i;
+
 const ADMIN_ANSWER: Readonly<Record<'off' | 'elsewhere', string>> = {
   off: 'the admin API is off: set ADMIN_TOKEN to turn it on (admin.host/admin.port move it to its own address)',
   elsewhere: 'the admin API is not served here: it listens on its own address (admin.host/admin.port)',
@@ -129,7 +136,7 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Express; cl
     proxy.handler,
   ]);
   front.push((req, res, next) => {
-    if (req.method === 'POST' && formatForPath(req.path) && !OWN_PATH.test(req.path)) return chat(req, res, next);
+    if (req.method === 'POST' && formatForPath(req.path) && !OWN_PREFIX.test(req.path)) return chat(req, res, next);
     next();
   });
   app.use(pipeline(front));
@@ -162,6 +169,11 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Express; cl
     sendRouterError(res, 404, 'no such task-router endpoint here: POST /router/classify, POST /router/outcomes; GET /router/sessions/:id needs ADMIN_TOKEN and is served with the admin API');
   });
 
+  app.use((req: Request, res: Response, next) => {
+    if (!OWN_PREFIX.test(req.path)) return next();
+    const prefix = req.path.split('/')[1]?.toLowerCase() ?? '';
+    sendRouterError(res, 404, `no such task-router endpoint: ${req.method} ${req.path} is under the gateway's own /${prefix} path, which is never proxied; the gateway serves GET /livez, /readyz, /healthz and /metrics, and API requests go to their own paths (POST /v1/chat/completions, /v1/messages, /v1/responses)`);
+  });
   app.use((req, _res, next) => {
     dropClientDecisionHeaders(req);
     next();

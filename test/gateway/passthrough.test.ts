@@ -155,3 +155,36 @@ describe('other methods', () => {
     expect(seen.text).toBe(body ?? '');
   });
 });
+
+describe('the gateway\'s own path prefixes', () => {
+  it('a request under /metrics, /healthz, /livez, /readyz, /admin or /router that no route of ours answers gets a 404 in JSON, never the upstream', async () => {
+    const chat = JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'delete the production database now' }] });
+    for (const [method, path] of [
+      ['POST', '/metrics/v1/chat/completions'],
+      ['POST', '/healthz/v1/messages'],
+      ['POST', '/livez/v1/responses'],
+      ['POST', '/Readyz/v1/chat/completions'],
+      ['GET', '/metrics/v1/models'],
+      ['DELETE', '/healthz'],
+      ['POST', '/admin/v1/chat/completions'],
+      ['POST', '/router/v1/chat/completions'],
+    ] as const) {
+      const response = await fetch(`${gateway.url}${path}`, { method, headers: { 'content-type': 'application/json' }, ...(method === 'POST' ? { body: chat } : {}) });
+      expect(response.status, `${method} ${path}`).toBe(404);
+      expect(response.headers.get('content-type'), path).toMatch(/^application\/json/);
+      expect(decisionHeaderNames(response.headers), path).toEqual([]);
+      const body = (await response.json()) as { error: { message: string; type: string } };
+      expect(body.error.type, path).toBe('invalid_request_error');
+      expect(body.error.message, path).toEqual(expect.any(String));
+    }
+    expect(upstream.requests).toHaveLength(0);
+  });
+
+  it('the probes themselves still answer, and paths that only start like them are the upstream\'s', async () => {
+    expect((await fetch(`${gateway.url}/livez`)).status).toBe(200);
+    expect((await fetch(`${gateway.url}/healthz`)).status).toBe(200);
+    const response = await fetch(`${gateway.url}/metricsfoo/v1/models`);
+    await response.arrayBuffer();
+    expect(upstream.requests.map((request) => request.path)).toEqual(['/metricsfoo/v1/models']);
+  });
+});
