@@ -154,16 +154,15 @@ export function createUpstreamProxy(options: UpstreamOptions, hooks: UpstreamHoo
    * API's shape, counted once (a request answered on its timeout while still queued for a socket raises
    * its error again when it is handed one).
    */
-  const answerFailure = (kind: 'upstream_timeout' | 'upstream_unreachable', error: Error, req: Request, res: Response | Socket) => {
+  const answerFailure = (kind: 'upstream_timeout' | 'upstream_unreachable', error: Error, req: Request, res: Response | Socket, message?: string) => {
     if (failed.has(req)) return;
     failed.add(req);
     report(kind, error, req);
     if (!('status' in res)) return;
     const format = formatForPath(req.path ?? req.url)?.name ?? null;
-    const message = kind === 'upstream_timeout'
+    sendError(res, format, kind, message ?? (kind === 'upstream_timeout'
       ? `the upstream did not answer within ${options.timeoutMs} ms`
-      : `the upstream could not be reached: ${(error as NodeJS.ErrnoException).code ?? error.message}`;
-    sendError(res, format, kind, message);
+      : `the upstream could not be reached: ${(error as NodeJS.ErrnoException).code ?? error.message}`));
   };
 
   /**
@@ -195,7 +194,26 @@ export function createUpstreamProxy(options: UpstreamOptions, hooks: UpstreamHoo
       clearTimeout(timer);
     };
     proxyReq.once('response', settle);
-    proxyReq.once('close', settle);
+    // We never ask the upstream to switch protocols (Upgrade and Connection are dropped as hop-by-hop),
+    // so a 101 is a broken upstream. Node hands the upgraded socket to an 'upgrade' listener and with
+    // none destroys it and closes the request with neither 'response' nor 'error': the client would
+    // wait for ever. The socket is ours to close and the client gets a 502.
+    proxyReq.once('upgrade', (upgraded: http.IncomingMessage, socket: Socket) => {
+      socket.destroy();
+      const status = `${upgraded.statusCode ?? 101} ${upgraded.statusMessage ?? ''}`.trim();
+      answerFailure('upstream_unreachable', new Error(`the upstream answered ${status} to a request that asked for no protocol switch`), req, res,
+        `the upstream answered ${status} to a plain HTTP request: check that upstream.url points at the API's HTTP endpoint, not a WebSocket one`);
+    });
+    proxyReq.once('close', () => {
+      settle();
+      // Any other way the upstream request ends with no response and no error (so nothing would answer
+      // the client) gets a 502 too. Checked once the events queued with the close have run: an error
+      // raised with it is answered by the proxy's error handler first.
+      setImmediate(() => {
+        if (answered.has(req) || failed.has(req) || clientGone.has(req) || res.destroyed || res.writableEnded) return;
+        answerFailure('upstream_unreachable', new Error('the upstream connection closed without a response'), req, res);
+      });
+    });
     const gone = () => {
       clientGone.add(req);
       proxyReq.destroy();

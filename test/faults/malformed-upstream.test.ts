@@ -1,0 +1,106 @@
+/**
+ * Upstreams that break HTTP in ways Node's client lets through: a status line or an answer the proxy
+ * cannot relay as it came, bytes after a complete response. The upstream is a raw TCP server (a real
+ * HTTP server cannot be made to send these), the gateway is startGateway with its real /metrics, and
+ * the client is a raw HTTP/1.1 socket. Header and idle timeouts are a minute, so any answer that
+ * arrives did not wait for one of them: a hang shows as no answer within the test's bound.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { RunningGateway } from '../../gateway/app.js';
+import { postHead, rawRequest, type RawResponse } from '../support/raw-http.js';
+import { scrape, series, startConfigured } from '../support/running.js';
+import { errorKinds } from './fault-matrix.js';
+
+/** Long enough that no answer in these tests can come from a timeout. */
+const LONG_MS = 60_000;
+/** How long the client waits for an answer: well under LONG_MS, well over any prompt answer on a busy machine. */
+const CLIENT_WAIT_MS = 15_000;
+
+interface RawUpstream {
+  readonly url: string;
+  /** Connections the gateway opened to it so far. */
+  connections(): number;
+  close(): Promise<void>;
+}
+
+/** A TCP server that reads each request (head and Content-Length body) and writes `reply` as it is, on a connection kept open. */
+async function rawUpstream(reply: string | Buffer): Promise<RawUpstream> {
+  let connections = 0;
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((socket) => {
+    connections += 1;
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+    socket.on('error', () => undefined);
+    let buffered = Buffer.alloc(0);
+    socket.on('data', (chunk: Buffer) => {
+      buffered = Buffer.concat([buffered, chunk]);
+      for (;;) {
+        const end = buffered.indexOf('\r\n\r\n');
+        if (end < 0) return;
+        const length = Number(/\r\ncontent-length:\s*(\d+)/i.exec(buffered.subarray(0, end).toString('latin1'))?.[1] ?? 0);
+        if (buffered.length < end + 4 + length) return;
+        buffered = buffered.subarray(end + 4 + length);
+        socket.write(reply);
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    connections: () => connections,
+    close: () => new Promise<void>((resolve) => {
+      for (const socket of sockets) socket.destroy();
+      server.close(() => resolve());
+    }),
+  };
+}
+
+const CHAT = JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'what is a mutex?' }] });
+
+let dir: string;
+let gateway: RunningGateway | null = null;
+let upstream: RawUpstream | null = null;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'task-router-malformed-'));
+});
+afterAll(() => rm(dir, { recursive: true, force: true }));
+afterEach(async () => {
+  await gateway?.close();
+  await upstream?.close();
+  gateway = null;
+  upstream = null;
+});
+
+async function behind(reply: string | Buffer): Promise<{ gateway: RunningGateway; upstream: RawUpstream }> {
+  upstream = await rawUpstream(reply);
+  gateway = await startConfigured(dir, { upstream: { url: upstream.url, timeoutMs: LONG_MS, idleTimeoutMs: LONG_MS } });
+  return { gateway, upstream };
+}
+
+async function chat(url: string): Promise<RawResponse | null> {
+  return rawRequest(url, postHead('/v1/chat/completions', CHAT, ['Connection: close']), CHAT, CLIENT_WAIT_MS);
+}
+
+async function upstreamErrors(url: string): Promise<Record<string, number>> {
+  // Counters move as the request closes on the gateway's side, a moment after the client has its answer.
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  return series(await scrape(url), 'task_router_upstream_errors_total');
+}
+
+describe('an upstream answer the client cannot be given as it came', () => {
+  it('101 Switching Protocols to a plain request: a 502 at once, counted as upstream_unreachable', async () => {
+    const { gateway } = await behind('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n');
+    const response = await chat(gateway.url);
+    expect(response?.status).toBe(502);
+    const body = JSON.parse(response?.body ?? '{}') as { error: { code: string; message: string } };
+    expect(body.error.code).toBe('upstream_unreachable');
+    expect(body.error.message).toMatch(/101/);
+    expect(await upstreamErrors(gateway.url)).toEqual(errorKinds({ upstream_unreachable: 1 }));
+  });
+});
