@@ -96,6 +96,22 @@ function requestMark(name: string): { add(req: object): void; has(req: object): 
   return { add: (req) => slot.set(req, true), has: (req) => slot.get(req) === true };
 }
 
+/** Bytes Node refuses in a status message or header value (its checkInvalidHeaderChar): controls but tab, and DEL. */
+const INVALID_REASON = /[^\t\x20-\x7e\x80-\xff]/;
+
+/**
+ * Why Node's server could not write an upstream's status line to the client, or null when it can:
+ * the client parser takes any three digits and a reason with control characters, the server's
+ * writeHead takes 100-999 and no control character.
+ */
+function unrelayableStatus(proxyRes: http.IncomingMessage): string | null {
+  const status = proxyRes.statusCode ?? 0;
+  if (!Number.isInteger(status) || status < 100 || status > 999) return `status ${String(status).padStart(3, '0')} is outside 100-999`;
+  const reason = proxyRes.statusMessage ?? '';
+  if (INVALID_REASON.test(reason)) return `the reason phrase after status ${status} holds a control character`;
+  return null;
+}
+
 export interface UpstreamOptions {
   readonly url: string;
   /** Time allowed for response headers before the client gets a 504. */
@@ -233,6 +249,17 @@ export function createUpstreamProxy(options: UpstreamOptions, hooks: UpstreamHoo
     ejectPlugins: true,
     plugins: [(proxyServer) => {
       proxyServer.on('proxyRes', (proxyRes, req, res) => {
+        // A status line Node's client accepts but its server will not write would throw inside
+        // http-proxy's pipe, where nothing catches it, and the client would wait for the idle timeout.
+        // This listener runs before http-proxy copies the status: answering here leaves it nothing to write.
+        const unrelayable = unrelayableStatus(proxyRes);
+        if (unrelayable !== null) {
+          answerFailure('upstream_unreachable', new Error(`the upstream's status line cannot be relayed: ${unrelayable}`), req, res,
+            `the upstream answered with a status line that is not valid HTTP (${unrelayable}); the response was dropped`);
+          // Its socket goes with it: what follows such a status line is not worth reading, or reusing.
+          proxyRes.destroy();
+          return;
+        }
         answered.add(req);
         const cut = (kind: UpstreamErrorKind, message: string) => {
           cutAfterHeaders.add(req);

@@ -103,4 +103,20 @@ describe('an upstream answer the client cannot be given as it came', () => {
     expect(body.error.message).toMatch(/101/);
     expect(await upstreamErrors(gateway.url)).toEqual(errorKinds({ upstream_unreachable: 1 }));
   });
+
+  it.each([
+    ['status 099', 'HTTP/1.1 099 Odd\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}', /099/],
+    ['status 000', 'HTTP/1.1 000 Zero\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}', /000/],
+    ['a control character in the reason phrase', 'HTTP/1.1 503 Busy\x01\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}', /control character/],
+  ])('%s: a 502 at once, counted as upstream_unreachable', async (_name, reply, reason) => {
+    const { gateway } = await behind(reply);
+    const response = await chat(gateway.url);
+    expect(response?.status).toBe(502);
+    const body = JSON.parse(response?.body ?? '{}') as { error: { code: string; message: string } };
+    expect(body.error.code).toBe('upstream_unreachable');
+    expect(body.error.message).toMatch(reason);
+    expect(await upstreamErrors(gateway.url)).toEqual(errorKinds({ upstream_unreachable: 1 }));
+    // The gateway serves on: the next request is answered the same way.
+    expect((await chat(gateway.url))?.status).toBe(502);
+  });
 });
