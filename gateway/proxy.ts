@@ -161,6 +161,8 @@ export function createUpstreamProxy(options: UpstreamOptions, hooks: UpstreamHoo
   const clientGone = requestMark('task-router.clientGone');
   const answered = requestMark('task-router.answered');
   const failed = requestMark('task-router.failedBeforeHeaders');
+  // The upstream's response to each request, for its error handler to tell a cut response from a whole one.
+  const upstreamResponse = requestSlot<http.IncomingMessage>('task-router.upstreamResponse');
   const idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
   const maxDurationMs = options.maxDurationMs ?? DEFAULT_MAX_DURATION_MS;
   const report = (kind: UpstreamErrorKind, error: Error, req: Request) => safely(() => hooks.error?.(kind, error, req));
@@ -261,6 +263,7 @@ export function createUpstreamProxy(options: UpstreamOptions, hooks: UpstreamHoo
           return;
         }
         answered.add(req);
+        upstreamResponse.set(req, proxyRes);
         const cut = (kind: UpstreamErrorKind, message: string) => {
           cutAfterHeaders.add(req);
           report(kind, new Error(message), req);
@@ -321,6 +324,10 @@ export function createUpstreamProxy(options: UpstreamOptions, hooks: UpstreamHoo
       });
       proxyServer.on('error', (error, req, res) => {
         const request = req as Request;
+        // Bytes after a complete response (a body on a HEAD or 204 answer, junk past Content-Length)
+        // fail the parse of the next response on the connection. Node has already closed that socket,
+        // so it is not reused; the response the client is getting is whole and goes on to its end.
+        if (upstreamResponse.get(request)?.complete === true) return;
         // After the headers the client's response can only be cut; the failure is counted once, by
         // whichever of this event and the response's close comes first (a reset raises both).
         if (answered.has(request) || clientGone.has(request)) {

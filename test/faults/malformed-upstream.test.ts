@@ -120,3 +120,40 @@ describe('an upstream answer the client cannot be given as it came', () => {
     expect((await chat(gateway.url))?.status).toBe(502);
   });
 });
+
+/** Sends `request` as written on a connection of its own and resolves with everything that comes back until it closes (or CLIENT_WAIT_MS). */
+function exchange(url: string, request: string): Promise<string> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    const socket = net.connect(Number(port), hostname, () => socket.write(request));
+    const done = () => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(Buffer.concat(chunks).toString('latin1'));
+    };
+    const timer = setTimeout(done, CLIENT_WAIT_MS);
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    socket.on('error', () => undefined);
+    socket.once('close', done);
+  });
+}
+
+describe('bytes after a complete upstream response', () => {
+  const chatRequest = `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${CHAT.length}\r\nConnection: close\r\n\r\n${CHAT}`;
+  it.each([
+    ['a body on a HEAD answer', 'HEAD /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', 'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{"data":[]}', 'HTTP/1.1 200 OK', ''],
+    ['a body on a 204', 'DELETE /v1/files/file-1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', 'HTTP/1.1 204 No Content\r\nContent-Length: 2\r\n\r\n{}', 'HTTP/1.1 204 No Content', ''],
+    ['junk after Content-Length on a chat answer', chatRequest, 'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{"data":[]}XYZ', 'HTTP/1.1 200 OK', '{"data":[]}'],
+  ])('%s: the response reaches the client whole, the stray bytes do not, the socket is not reused', async (_name, request, reply, statusLine, body) => {
+    const { gateway, upstream } = await behind(reply);
+    for (const attempt of [1, 2]) {
+      const answer = await exchange(gateway.url, request);
+      expect(answer.split('\r\n')[0], `attempt ${attempt}`).toBe(statusLine);
+      expect(answer.slice(answer.indexOf('\r\n\r\n') + 4), `attempt ${attempt}`).toBe(body);
+      // The upstream socket that carried the stray bytes is closed: each request had a connection of its own.
+      expect(upstream.connections()).toBe(attempt);
+    }
+    expect(await upstreamErrors(gateway.url)).toEqual(errorKinds({}));
+  });
+});
