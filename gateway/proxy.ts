@@ -272,17 +272,23 @@ export function createUpstreamProxy(options: UpstreamOptions, hooks: UpstreamHoo
         };
         // An upstream that sends headers and then nothing (a stream never closed) would hold both sockets
         // for ever: the body may pause for at most idleTimeoutMs between bytes, and one that trickles
-        // bytes for ever is cut after maxDurationMs in all. One timer watches both.
+        // bytes for ever is cut after maxDurationMs in all. One timer watches both. Only the upstream's
+        // silence counts: while the client is not draining what it was sent, the pipe pauses proxyRes
+        // and no byte can arrive, so the idle clock starts again once the client drains.
         const started = performance.now();
         let lastByte = started;
         const check = () => {
           const now = performance.now();
           if (now - started >= maxDurationMs) return cut('upstream_max_duration', `the upstream response was still going after ${maxDurationMs} ms (upstream.maxDurationMs)`);
+          if (res.writableNeedDrain) lastByte = now;
           if (now - lastByte >= idleTimeoutMs) return cut('upstream_idle_timeout', `no byte of the response body from the upstream for ${idleTimeoutMs} ms`);
           timer = setTimeout(check, Math.min(idleTimeoutMs - (now - lastByte), maxDurationMs - (now - started)));
         };
         let timer = setTimeout(check, Math.min(idleTimeoutMs, maxDurationMs));
         proxyRes.on('data', () => {
+          lastByte = performance.now();
+        });
+        res.on('drain', () => {
           lastByte = performance.now();
         });
         // An upstream that stops mid-response (closed or reset) ends the client's response too, as a
