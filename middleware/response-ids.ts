@@ -1,6 +1,7 @@
 import zlib from 'node:zlib';
 import type { Response } from 'express';
 import { responseIdIn } from '../src/index.js';
+import { safely } from './observers.js';
 
 /** Most bytes of a response read for its id: the id comes first in a response object and in a stream's first event. */
 const HEAD_BYTES = 8 * 1024;
@@ -64,13 +65,8 @@ export function watchResponseId(res: Response, found: (id: string) => void): voi
       done = true;
       head.length = 0;
     }
-    if (id !== null) {
-      try {
-        found(id);
-      } catch {
-        // Remembering a chain never fails the response.
-      }
-    }
+    // Remembering a chain never fails the response.
+    if (id !== null) safely(() => found(id));
   };
   res.write = function (this: Response, chunk: unknown, ...rest: unknown[]) {
     look(chunk, rest[0]);

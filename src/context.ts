@@ -158,8 +158,11 @@ interface LatestShape {
   readonly closing: boolean;
   /** It is plain assent and nothing else, thanks aside: "yes", "sure, go ahead!", "yes, thanks". */
   readonly assent: boolean;
-  /** It only turns down what came before: a decline, maybe after a yes or no, and a few words more that ask for nothing ("not right now, maybe later"). */
-  readonly declineOnly: boolean;
+  /**
+   * When it only turns down what came before (a decline, maybe after a yes or no, and a few words more:
+   * "not right now, maybe later"), the words after the decline ('' for none); else null.
+   */
+  readonly declineTail: string | null;
 }
 
 /** `cleaned`: the latest turn through cleanText. */
@@ -170,7 +173,7 @@ function shapeOf(cleaned: string, cues: ContextCues): LatestShape {
   const thanks = short ? longestOpening(text, cues.thanks) : '';
   const closing = thanks !== '' && onlyCloses(text.slice(thanks.length));
   const assent = short && isAssent(text, cues);
-  return { text, words, kind: short ? kindOf(text, words, thanks !== '', cues) : null, closing, assent, declineOnly: short && !assent && declinesOnly(text, cues) };
+  return { text, words, kind: short ? kindOf(text, words, thanks !== '', cues) : null, closing, assent, declineTail: short && !assent ? declineTail(text, cues) : null };
 }
 
 /** The longest of `phrases` that `text` opens with as whole words (and that `fits`), or ''. */
@@ -248,14 +251,15 @@ const DECLINE_OBJECT = /^(?:it|that|this|them|those|these|the|my|our|all|everyth
 const DECLINE_TAIL_WORDS = 3;
 
 /**
- * Whether `text` (cleaned, trailing punctuation dropped) only declines or holds: after a yes, ok or no it
- * opens with a decline and at most DECLINE_TAIL_WORDS words follow. The caller checks that those words
- * hold no request of their own ("wait, restart it first" is one).
+ * The words after the decline `text` (cleaned, trailing punctuation dropped) opens with, after a yes, ok
+ * or no, when at most DECLINE_TAIL_WORDS follow; null when it opens with none or says more. The caller
+ * checks that those words hold no request of their own ("wait, restart it first" is one).
  */
-function declinesOnly(text: string, cues: ContextCues): boolean {
+function declineTail(text: string, cues: ContextCues): string | null {
   const body = afterAcknowledgement(text, cues);
   const decline = longestOpening(body, cues.decline);
-  return decline !== '' && wordCount(body.slice(decline.length).replace(LEADING_GAP, '')) <= DECLINE_TAIL_WORDS;
+  const tail = body.slice(decline.length).replace(LEADING_GAP, '');
+  return decline !== '' && wordCount(tail) <= DECLINE_TAIL_WORDS ? tail : null;
 }
 
 /**
@@ -307,12 +311,6 @@ function afterInterjection(text: string, cues: ContextCues): string {
   const opening = [cues.assent, cues.thanks, cues.declineAlone].map((phrases) => longestOpening(text, phrases)).reduce((longest, phrase) => (phrase.length > longest.length ? phrase : longest), '');
   const gap = INTERJECTION_END.exec(text.slice(opening.length));
   return opening === '' || gap === null ? text : text.slice(opening.length + gap[0].length);
-}
-
-/** The words after a turn's decline (see declinesOnly), or '' when there are none. */
-function afterDecline(text: string, cues: ContextCues): string {
-  const body = afterAcknowledgement(text, cues);
-  return body.slice(longestOpening(body, cues.decline).length).replace(LEADING_GAP, '');
 }
 
 /**
@@ -521,8 +519,8 @@ export function classifyInContext(given: Turns, cues: ContextCues, model: Scorer
   }
   // "teşekkürler, iyi geceler" closes the exchange, and "not right now" turns it down, whatever the turns
   // before it did: an agent must not act on a no because its words look like a request.
-  const tail = shape.declineOnly ? afterDecline(shape.text, cues) : '';
-  const declined = shape.declineOnly && (tail === '' || (!DECLINE_OBJECT.test(tail) && classify(tail).triggers.length === 0));
+  const tail = shape.declineTail;
+  const declined = tail !== null && (tail === '' || (!DECLINE_OBJECT.test(tail) && classify(tail).triggers.length === 0));
   if ((shape.closing || declined) && own.step !== 'question' && (declined || own.triggers.length === 0)) {
     return rescored(own, { mode: 'ANSWER', trivial: false, confidence: 'NONE', step: 'context', debate: noDebate(), followed: 'decline' }, score, false, model.id, top);
   }
