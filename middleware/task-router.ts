@@ -330,7 +330,8 @@ export function taskRouter(options: TaskRouterOptions = {}): RequestHandler {
       const link = chainLinkOf(request, verdictMode);
       watchResponseId(res, (responseId) => chain.set(responseId, link));
     }
-    safely(() => span.setAttributes(decisionAttributes(routed.decision)));
+    // Without a tracing SDK the span records nothing: the attributes are not built for it.
+    if (span.isRecording()) safely(() => span.setAttributes(decisionAttributes(routed.decision)));
     const forced = routed.decision.override;
     if (forced) safely(() => hooks.override?.(forced, req));
     safely(() => hooks.decision?.(routed.decision, req));
