@@ -5,90 +5,10 @@ import type { Request, RequestHandler, Response } from 'express';
 import { createProxyMiddleware } from 'http-proxy-middleware';
 import { formatForPath, HEADER_PREFIX } from '../src/index.js';
 import { sendError } from '../middleware/errors.js';
-import { endWith, forwardedBody, releaseBody } from '../middleware/forward-body.js';
+import { forwardBodyOnCreation } from '../middleware/forward-body.js';
 import { dropHopByHop } from '../middleware/json-body.js';
 import { safely } from '../middleware/observers.js';
 import { requestSlot } from '../middleware/request-slot.js';
-
-/**
- * Gets hold of the upstream request the moment http-proxy creates it, and sends the forwarded body then.
- * http-proxy copies req.headers into the upstream request and sends the body with `req.pipe(proxyReq)`
- * right after creating it; its `proxyReq` event comes later, on the socket, which for a request the
- * agent queued (maxSockets reached) is after the request has ended and its headers have gone: setting
- * the length or writing the body there throws ERR_HTTP_HEADERS_SENT and takes the process down
- * (http-party/node-http-proxy#1478). So the headers are set on req before the proxy runs, and this
- * request's `pipe` (its stream, consumed by parsing, has nothing left to give) writes the body.
- */
-function forwardBodyOnCreation(req: Request, created: (proxyReq: http.ClientRequest) => void): void {
-  // A body of unknown length (the client sent it chunked) goes on chunked: Transfer-Encoding is dropped
-  // with the other hop-by-hop headers and set anew, since a GET or DELETE body sent with neither a length
-  // nor chunking would be read by the upstream as the start of a second request.
-  const chunked = req.headers['transfer-encoding'] !== undefined && req.headers['content-length'] === undefined;
-  dropHopByHop(req.headers);
-  const body = forwardedBody(req);
-  if (body !== undefined) {
-    delete req.headers['transfer-encoding'];
-    delete req.headers['content-encoding'];
-    if (body.contentType === null) delete req.headers['content-type'];
-    else if (body.contentType !== undefined) req.headers['content-type'] = body.contentType;
-    req.headers['content-length'] = String(body.bytes.length);
-  } else if (chunked) {
-    req.headers['transfer-encoding'] = 'chunked';
-  }
-  const pipe = req.pipe.bind(req);
-  const ownPipe = <T extends NodeJS.WritableStream>(destination: T, options?: { end?: boolean }): T => {
-    const upstream = destination instanceof http.ClientRequest ? destination : null;
-    if (upstream) created(upstream);
-    if (body === undefined) {
-      if (upstream) guardWrites(upstream);
-      return pipe(destination, options);
-    }
-    // Used once: the request lets go of this pipe and of its body as the body goes out.
-    req.pipe = pipe;
-    releaseBody(req);
-    try {
-      endWith(destination, body.bytes);
-    } catch (error) {
-      if (!upstream) throw error;
-      failWith(upstream, error);
-    }
-    return destination;
-  };
-  req.pipe = ownPipe;
-}
-
-/** Ends the upstream request with `error` as its 'error' event, for the proxy to answer with a 502. */
-function failWith(proxyReq: http.ClientRequest, error: unknown): void {
-  proxyReq.destroy(error instanceof Error ? error : new Error(String(error)));
-}
-
-/**
- * Makes a synchronous throw of `write` or `end` on the upstream request destroy it with that error
- * instead. A streamed body is written inside the client request's stream events, where nothing catches
- * a throw and the process would end; as an 'error' event the proxy answers this one request with a 502.
- * Only streamed bodies get these wrappers: closures set on every upstream request kept about 8 KB of
- * each request alive past a young-generation collection (node --trace-gc-nvp), so a body we hold is
- * ended inside a try instead.
- */
-function guardWrites(proxyReq: http.ClientRequest): void {
-  const { write, end } = proxyReq;
-  proxyReq.write = ((...args: unknown[]): boolean => {
-    try {
-      return Reflect.apply(write, proxyReq, args) as boolean;
-    } catch (error) {
-      failWith(proxyReq, error);
-      return false;
-    }
-  }) as http.ClientRequest['write'];
-  proxyReq.end = ((...args: unknown[]): http.ClientRequest => {
-    try {
-      return Reflect.apply(end, proxyReq, args) as http.ClientRequest;
-    } catch (error) {
-      failWith(proxyReq, error);
-      return proxyReq;
-    }
-  }) as http.ClientRequest['end'];
-}
 
 /** A mark a request carries or not (see requestSlot: WeakSets of requests cost more than they hold). */
 function requestMark(name: string): { add(req: object): void; has(req: object): boolean } {

@@ -10,5 +10,5 @@ export { refuseAmbiguousPaths } from './paths.js';
 export { messageLimit, DEFAULT_MAX_MESSAGES } from './limits.js';
 export { loadPrompts, DEFAULT_PROMPTS_DIR } from './prompts.js';
 export { MemorySessionStore, SessionTracker, SESSION_ID, type DecisionReport, type SessionSettings, type SessionStore } from './sessions.js';
-export { restreamBody } from './forward-body.js';
+export { forwardBody, restreamBody, UnsendableBodyError } from './forward-body.js';
 export { restoreFastPrototypes } from './fast-prototypes.js';
