@@ -1,7 +1,7 @@
 import express, { type Request, type Response, type Router } from 'express';
 import { z } from 'zod';
 import { CHAT_FORMATS, DEFAULT_WRAPPERS, readHumanTurns, routeOf, settleUnsure, stripWrappers, type Turns } from '../src/index.js';
-import { jsonBody } from '../middleware/json-body.js';
+import { jsonBodyOfAnyType } from '../middleware/json-body.js';
 import { jsonKind, ownEndpointErrors, sendRouterError } from '../middleware/errors.js';
 import type { RoutingSnapshot } from '../middleware/task-router.js';
 
@@ -42,7 +42,7 @@ function turnsFrom(body: z.infer<typeof ClassifyBodySchema>, snapshot: RoutingSn
 export function classifyRouter(snapshotOf: () => RoutingSnapshot, counted: (result: ClassifyResult) => void = () => {}, bodyBytes = 10 * 1024 * 1024): Router {
   const router = express.Router();
   // The chat routes' body reader: the same charsets, encodings and limit as the body sent upstream.
-  router.post('/router/classify', jsonBody(bodyBytes), (req: Request, res: Response) => {
+  router.post('/router/classify', jsonBodyOfAnyType(bodyBytes), (req: Request, res: Response) => {
     const body: unknown = req.body;
     if (typeof body !== 'object' || body === null || Array.isArray(body)) {
       counted('invalid');

@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { Request, RequestHandler } from 'express';
 import { jsonBytes, type BodyBytes } from '../src/index.js';
 import { jsonKind } from './errors.js';
-import { dropHopByHop, forgetRawBody, rawBodyOf, readByJsonBody, withExactNumbers } from './json-body.js';
+import { dropHopByHop, forgetRawBody, isJsonMedia, rawBodyOf, readByJsonBody, withExactNumbers } from './json-body.js';
 import { requestSlot } from './request-slot.js';
 import { forgetSerializedBody, routingOf } from './task-router.js';
 
@@ -56,8 +56,6 @@ export function forwardedBody(req: Request): ForwardedBody | undefined {
   return { bytes: withExactNumbers(req, jsonOf(body)), contentType: JSON_TYPE };
 }
 
-/** A JSON media type: application/json, or any `+json` one. */
-const JSON_MEDIA = /^[^;]*[/+]json\s*(?:;|$)/i;
 const FORM_MEDIA = /^\s*application\/x-www-form-urlencoded\s*(?:;|$)/i;
 const CHARSET = /;\s*charset\s*=\s*(?:"[^"]*"|[^;\s]*)/i;
 
@@ -70,7 +68,7 @@ const CHARSET = /;\s*charset\s*=\s*(?:"[^"]*"|[^;\s]*)/i;
 function inItsOwnType(req: Request, body: unknown): ForwardedBody | null {
   const type = req.headers['content-type'] ?? '';
   if (body instanceof Uint8Array) return { bytes: { chunks: [body], length: body.byteLength }, contentType: undefined };
-  if (typeof body === 'string' && !JSON_MEDIA.test(type)) {
+  if (typeof body === 'string' && !isJsonMedia(type)) {
     return { bytes: jsonBytes(body), contentType: CHARSET.test(type) ? type.replace(CHARSET, '; charset=utf-8') : undefined };
   }
   if (FORM_MEDIA.test(type) && typeof body === 'object' && body !== null && !Array.isArray(body)) {

@@ -62,6 +62,24 @@ export function dropHopByHop(headers: IncomingHttpHeaders): void {
   for (const name of HOP_BY_HOP) if (name in headers) delete headers[name];
 }
 
+/** A JSON media type: application/json, or any `+json` one. */
+const JSON_MEDIA = /^[^;]*[/+]json\s*(?:;|$)/i;
+
+/** Whether a Content-Type names a JSON media type (application/json, or any `+json` one). */
+export function isJsonMedia(contentType: string | undefined): boolean {
+  return contentType !== undefined && JSON_MEDIA.test(contentType);
+}
+
+/**
+ * Whether jsonBody reads a request's body: one labelled JSON, wherever it goes, and any body on a chat
+ * route, whose body can only be JSON whatever the client said (curl -d labels it form-encoded, fetch
+ * text/plain). Every other body (a multipart form, audio, a file) is the upstream's to read: its stream
+ * is left untouched for the proxy to send on as it came.
+ */
+function readsBody(req: Request): boolean {
+  return isJsonMedia(req.headers['content-type']) || formatForPath(fullPath(req)) !== null;
+}
+
 /** `charset=utf8`, a common spelling of UTF-8 that body-parser refuses (it takes `utf-` names only). */
 const UTF8_ALIAS = /(;\s*charset\s*=\s*"?)utf8(?=["\s;]|$)/i;
 
@@ -131,14 +149,27 @@ function readPlainJson(req: Request, done: (error?: unknown) => void): void {
 }
 
 /**
- * Parses JSON bodies of any content type up to `limitBytes`, keeping the raw bytes too. Once the body
- * is read, `Expect: 100-continue` has been answered and the hop-by-hop headers (Transfer-Encoding,
- * Trailer…) describe bytes that are gone, so none of them is passed on: an upstream request carrying
- * Expect would wait for a continue that never comes. Any JSON value parses: one that is not an object
- * (an array, a number, a string) is no chat request, and taskRouter sends it on untouched for the
- * upstream to answer, rather than the gateway calling valid JSON invalid.
+ * Parses JSON bodies up to `limitBytes`, keeping the raw bytes too: bodies labelled JSON on any path,
+ * and bodies of any label on the chat routes (see readsBody); other bodies pass unread, as express.json()
+ * leaves them. Once the body is read, `Expect: 100-continue` has been answered and the hop-by-hop headers
+ * (Transfer-Encoding, Trailer…) describe bytes that are gone, so none of them is passed on: an upstream
+ * request carrying Expect would wait for a continue that never comes. Any JSON value parses: one that is
+ * not an object (an array, a number, a string) is no chat request, and taskRouter sends it on untouched
+ * for the upstream to answer, rather than the gateway calling valid JSON invalid.
  */
 export function jsonBody(limitBytes: number): RequestHandler {
+  return bodyReader(limitBytes, readsBody);
+}
+
+/**
+ * Parses every body as JSON, whatever its label, as jsonBody reads a chat route's: for an endpoint that
+ * takes nothing but JSON (the gateway's /router/classify).
+ */
+export function jsonBodyOfAnyType(limitBytes: number): RequestHandler {
+  return bodyReader(limitBytes, () => true);
+}
+
+function bodyReader(limitBytes: number, reads: (req: Request) => boolean): RequestHandler {
   const parse = express.json({
     limit: limitBytes,
     type: () => true,
@@ -149,6 +180,7 @@ export function jsonBody(limitBytes: number): RequestHandler {
     },
   });
   return (req, res, next) => {
+    if (!reads(req)) return next();
     const contentType = req.headers['content-type'];
     if (contentType !== undefined && UTF8_ALIAS.test(contentType)) req.headers['content-type'] = contentType.replace(UTF8_ALIAS, '$1utf-8');
     const parsed = (error?: unknown) => {
