@@ -3,8 +3,8 @@ import https from 'node:https';
 import type { Socket } from 'node:net';
 import type { Request, RequestHandler, Response } from 'express';
 import { createProxyMiddleware } from 'http-proxy-middleware';
-import { formatForPath, HEADER_PREFIX } from '../src/index.js';
-import { sendError } from '../middleware/errors.js';
+import { HEADER_PREFIX } from '../src/index.js';
+import { errorFormatFor, sendError } from '../middleware/errors.js';
 import { forwardBodyOnCreation } from '../middleware/forward-body.js';
 import { dropHopByHop } from '../middleware/json-body.js';
 import { safely } from '../middleware/observers.js';
@@ -97,8 +97,7 @@ export function createUpstreamProxy(options: UpstreamOptions, hooks: UpstreamHoo
     failed.add(req);
     report(kind, error, req);
     if (!('status' in res)) return;
-    const format = formatForPath(req.path ?? req.url)?.name ?? null;
-    sendError(res, format, kind, message ?? (kind === 'upstream_timeout'
+    sendError(res, errorFormatFor(req.method, req.path ?? req.url), kind, message ?? (kind === 'upstream_timeout'
       ? `the upstream did not answer within ${options.timeoutMs} ms`
       : `the upstream could not be reached: ${(error as NodeJS.ErrnoException).code ?? error.message}`));
   };

@@ -42,6 +42,26 @@ const ANTHROPIC_TYPE: Readonly<Record<ErrorKind, string>> = {
   internal: 'api_error',
 };
 
+/**
+ * Anthropic's endpoints under /messages besides its chat route: count_tokens and the batches API (a
+ * batch, its results, its cancel). No OpenAI path has them under /messages.
+ */
+const ANTHROPIC_MESSAGES_ENDPOINT = /\/messages\/(?:count_tokens|batches)(?:\/|$)/i;
+
+/**
+ * The API whose error shape a request's errors take, by the API its path belongs to: a POST to a chat
+ * route gets that route's; Anthropic's other endpoints (count_tokens, batches) get Anthropic's, whatever
+ * the method; everything else (null) OpenAI's. Chat routes count for POSTs only: OpenAI's
+ * GET /v1/chat/completions/{id}/messages ends as Anthropic's route does, and is OpenAI's.
+ */
+export function errorFormatFor(method: string | undefined, path: string): FormatName | null {
+  if (method === 'POST') {
+    const format = formatForPath(path);
+    if (format) return format.name;
+  }
+  return ANTHROPIC_MESSAGES_ENDPOINT.test(path.split('?')[0] ?? '') ? 'anthropic' : null;
+}
+
 /** An error body in the API's own shape, so the client's SDK reports it as it would the provider's. */
 export function errorBody(format: FormatName | null, kind: ErrorKind, message: string): object {
   if (format === 'anthropic') return { type: 'error', error: { type: ANTHROPIC_TYPE[kind], message } };
@@ -177,7 +197,6 @@ export function finalErrorHandler(options: FinalErrorOptions = {}): ErrorRequest
     }
     if (described.kind === 'internal') safely(() => options.internal?.(error, req));
     if (ownPath(req.path)) return sendRouterError(res, STATUS[described.kind], described.message);
-    const format = req.method === 'POST' ? formatForPath(fullPath(req))?.name ?? null : null;
-    sendError(res, format, described.kind, described.message);
+    sendError(res, errorFormatFor(req.method, fullPath(req)), described.kind, described.message);
   };
 }

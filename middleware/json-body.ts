@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import express, { type ErrorRequestHandler, type Request, type RequestHandler } from 'express';
 import { formatForPath, type BodyBytes } from '../src/index.js';
-import { describeError, sendError } from './errors.js';
+import { describeError, errorFormatFor, sendError } from './errors.js';
 import { holdsInexactNumber, parseKeepingNumbers, type KeptNumbers } from './exact-numbers.js';
 import { withoutBom } from './files.js';
 import { fullPath } from './request-path.js';
@@ -211,5 +211,5 @@ export const bodyErrors: ErrorRequestHandler = (error: unknown, req, res, next) 
   const described = describeError(error, req, 'limits.bodyBytes');
   if (described.clientGone) return res.destroy();
   if (described.kind === 'internal') return next(error);
-  sendError(res, formatForPath(fullPath(req))?.name ?? null, described.kind, described.message);
+  sendError(res, errorFormatFor(req.method, fullPath(req)), described.kind, described.message);
 };

@@ -375,6 +375,25 @@ describe('mounted at the endpoint itself', () => {
     expect(await failed.json()).toMatchObject({ type: 'error', error: { type: 'api_error' } });
   });
 
+  it('bodyErrors and finalErrorHandler answer Anthropic\'s other endpoints in Anthropic\'s shape', async () => {
+    const app = express();
+    app.use('/v1', jsonBody(1024 * 1024), bodyErrors, taskRouter({ prompts }), (req: Request, _res: Response, next: NextFunction) => {
+      next(req.path.endsWith('/cancel') ? new Error('the host failed') : undefined);
+    });
+    app.use(proxy());
+    app.use(finalErrorHandler());
+    const url = await listen(app);
+    const badJson = await within(postJson(url, '/v1/messages/count_tokens', '{"model":'));
+    expect(badJson.status).toBe(400);
+    expect(await badJson.json()).toMatchObject({ type: 'error', error: { type: 'invalid_request_error' } });
+    const failed = await within(postJson(url, '/v1/messages/batches/msgbatch_01/cancel', {}));
+    expect(failed.status).toBe(500);
+    expect(await failed.json()).toMatchObject({ type: 'error', error: { type: 'api_error' } });
+    const openaiBadJson = await within(postJson(url, '/v1/embeddings', '{"model":'));
+    expect(openaiBadJson.status).toBe(400);
+    expect(await openaiBadJson.json()).toMatchObject({ error: { type: 'invalid_request_error', code: 'invalid_request' } });
+  });
+
   it('refuseAmbiguousPaths mounted below the root reads the chat route from the whole path', async () => {
     const app = express();
     app.use('/v1/chat', refuseAmbiguousPaths());

@@ -21,7 +21,7 @@ import {
   type TestGateway,
 } from '../support/fake-upstream.js';
 import { APIS, askWithSdk, bodyWithUserText, CHAT_PATH, postJson } from './clients.js';
-import { expectErrorShape, INVALID, TOO_LARGE, UNREACHABLE } from './error-shapes.js';
+import { expectErrorShape, INVALID, TIMEOUT, TOO_LARGE, UNREACHABLE } from './error-shapes.js';
 
 const ACTION = 'fix the failing test in src/app.ts';
 
@@ -154,6 +154,46 @@ describe('upstream unreachable → 502', () => {
     const response = await fetch(`${gateway.url}/v1/models`);
     expect(response.status).toBe(502);
     expectErrorShape(null, await response.json(), UNREACHABLE);
+  });
+});
+
+describe('errors on the other endpoints of each API come in that API\'s shape', () => {
+  let unreachable: TestGateway;
+  let slow: FakeUpstream;
+  let timingOut: TestGateway;
+  beforeAll(async () => {
+    unreachable = await startGatewayForTest({ upstreamUrl: `http://127.0.0.1:${await closedPort()}` });
+    slow = await startFakeUpstream(delayThen(2_000, replyJson(200, {})));
+    timingOut = await startGatewayForTest({ upstreamUrl: slow.url, overrides: { timeoutMs: 200 } });
+  });
+  afterAll(async () => {
+    await unreachable?.close();
+    await timingOut?.close();
+    await slow?.close();
+  });
+
+  const COUNT = { model: 'm', messages: [{ role: 'user' as const, content: ACTION }] };
+
+  it.each([
+    ['POST', '/v1/messages/count_tokens', 'anthropic'],
+    ['POST', '/v1/messages/batches', 'anthropic'],
+    ['GET', '/v1/messages/batches/msgbatch_01', 'anthropic'],
+    ['GET', '/v1/messages/batches/msgbatch_01/results', 'anthropic'],
+    ['POST', '/v1/messages/batches/msgbatch_01/cancel', 'anthropic'],
+    ['POST', '/v1/threads/thread_1/messages', null],
+    ['GET', '/v1/chat/completions/chatcmpl_1/messages', null],
+    ['POST', '/v1/embeddings', null],
+  ] as const)('%s %s: 502 in the %s shape', async (method, path, api) => {
+    const response = await fetch(`${unreachable.url}${path}`, method === 'POST' ? { method, headers: { 'content-type': 'application/json' }, body: JSON.stringify(COUNT) } : { method });
+    expect(response.status).toBe(502);
+    expectErrorShape(api, await response.json(), UNREACHABLE);
+  });
+
+  it('the Anthropic SDK reads a 502 on count_tokens and a 504 on a batch as Anthropic errors', async () => {
+    const counted = await expectSdkStatus('anthropic', new Anthropic({ apiKey: 'k', baseURL: unreachable.url, maxRetries: 0 }).messages.countTokens(COUNT), 502);
+    expectErrorShape('anthropic', (counted as AnthropicAPIError).error, UNREACHABLE);
+    const batch = await expectSdkStatus('anthropic', new Anthropic({ apiKey: 'k', baseURL: timingOut.url, maxRetries: 0 }).messages.batches.retrieve('msgbatch_01'), 504);
+    expectErrorShape('anthropic', (batch as AnthropicAPIError).error, TIMEOUT);
   });
 });
 
