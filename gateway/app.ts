@@ -6,7 +6,7 @@ import { adminRouter, bearerAuth } from './admin.js';
 import { startEchoUpstream, type EchoUpstream } from './echo-upstream.js';
 import { classifyRouter } from './classify-endpoint.js';
 import { requestIds } from '../middleware/request-id.js';
-import { finalErrorHandler, sendRouterError } from '../middleware/errors.js';
+import { errorFormatFor, finalErrorHandler, sendError, sendRouterError } from '../middleware/errors.js';
 import { bodyErrors, jsonBody } from '../middleware/json-body.js';
 import { DEFAULT_MAX_MESSAGES, messageLimit } from '../middleware/limits.js';
 import { safely } from '../middleware/observers.js';
@@ -179,6 +179,11 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Express; cl
     next();
   });
   app.use(proxy.handler);
+  // What the proxy declines to forward comes here: a request target that is no path ("*", the
+  // asterisk-form of OPTIONS * HTTP/1.1) names nothing here or upstream. Express's own answer would be an HTML page.
+  app.use((req: Request, res: Response) => {
+    sendError(res, errorFormatFor(req.method, req.path), 'not_found', `nothing here answers ${req.method} ${req.originalUrl.slice(0, 200)}: the gateway forwards requests for the upstream API's paths, written as a path from "/" (such as POST /v1/chat/completions or GET /v1/models)`);
+  });
   app.use(finalErrorHandler(options.hooks?.internalError ? { internal: options.hooks.internalError } : {}));
   return { app, close: () => proxy.close() };
 }

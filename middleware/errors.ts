@@ -6,6 +6,7 @@ import { fullPath } from './request-path.js';
 export type ErrorKind =
   | 'invalid_request'
   | 'forbidden'
+  | 'not_found'
   | 'too_large'
   | 'unsupported_media_type'
   | 'upstream_unreachable'
@@ -15,6 +16,7 @@ export type ErrorKind =
 const STATUS: Readonly<Record<ErrorKind, number>> = {
   invalid_request: 400,
   forbidden: 403,
+  not_found: 404,
   too_large: 413,
   unsupported_media_type: 415,
   upstream_unreachable: 502,
@@ -25,6 +27,7 @@ const STATUS: Readonly<Record<ErrorKind, number>> = {
 const OPENAI_TYPE: Readonly<Record<ErrorKind, string>> = {
   invalid_request: 'invalid_request_error',
   forbidden: 'invalid_request_error',
+  not_found: 'invalid_request_error',
   too_large: 'invalid_request_error',
   unsupported_media_type: 'invalid_request_error',
   upstream_unreachable: 'api_error',
@@ -35,6 +38,7 @@ const OPENAI_TYPE: Readonly<Record<ErrorKind, string>> = {
 const ANTHROPIC_TYPE: Readonly<Record<ErrorKind, string>> = {
   invalid_request: 'invalid_request_error',
   forbidden: 'permission_error',
+  not_found: 'not_found_error',
   too_large: 'request_too_large',
   unsupported_media_type: 'invalid_request_error',
   upstream_unreachable: 'api_error',

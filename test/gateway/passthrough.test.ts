@@ -12,6 +12,7 @@ import {
   type FakeUpstream,
   type TestGateway,
 } from '../support/fake-upstream.js';
+import { rawRequest } from '../support/raw-http.js';
 import { openaiClient } from './clients.js';
 
 let upstream: FakeUpstream;
@@ -188,3 +189,17 @@ describe('the gateway\'s own path prefixes', () => {
     expect(upstream.requests.map((request) => request.path)).toEqual(['/metricsfoo/v1/models']);
   });
 });
+
+describe('a request target of "*" (asterisk-form)', () => {
+  it.each(['OPTIONS', 'GET', 'POST'])('%s * gets a 404 in JSON, in the OpenAI shape, saying what to send; nothing goes upstream', async (method) => {
+    const response = await rawRequest(gateway.url, [`${method} * HTTP/1.1`, 'Host: 127.0.0.1', 'Content-Length: 0', 'Connection: close'], '', 5_000);
+    expect(response?.status).toBe(404);
+    expect(response?.headers['content-type']).toMatch(/^application\/json/);
+    expect(JSON.parse(response?.body ?? '')).toEqual({
+      error: { message: expect.stringContaining(`${method} *`), type: 'invalid_request_error', param: null, code: 'not_found' },
+    });
+    expect(upstream.requests).toHaveLength(0);
+    expect((await fetch(`${gateway.url}/livez`)).status).toBe(200);
+  });
+});
+
