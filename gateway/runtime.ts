@@ -74,10 +74,14 @@ export class RoutingRuntime {
   static async start(configFile: string | undefined, env: NodeJS.ProcessEnv = {}, events: RuntimeEvents = {}, serving: RestartOnlySettings | null = null): Promise<RoutingRuntime> {
     const fromFile = await loadConfig(configFile, env, { refuseEmpty: serving !== null });
     const loaded = serving === null ? fromFile : withRestartOnly(fromFile, serving);
-    const fileHard = env.ENABLE_HARD_ROUTING ? (await loadConfig(configFile, withoutStartFlag(env), { refuseEmpty: serving !== null })).config.routing.hard : loaded.config.routing.hard;
-    // Built from the file as read, as a reload builds it: the routing settings are the same either way,
-    // and the config hash is then the one the other workers show after the reload that read this file.
-    const runtime = new RoutingRuntime(loaded, await buildSnapshot(fromFile), fileHard, env, events);
+    // ENABLE_HARD_ROUTING sets the flag this process starts with, not its configuration: a cluster starts
+    // a replacement worker with it set to the flag the other workers hold. The file as a reload reads it.
+    const asFiled = env.ENABLE_HARD_ROUTING ? await loadConfig(configFile, withoutStartFlag(env), { refuseEmpty: serving !== null }) : fromFile;
+    // Built from the file as a reload reads it, with the flag the process starts with: the config hash is
+    // then the one the other workers (and this process after reloading the same file) show, whichever
+    // flag each was started with; the flag is shown apart from it.
+    const snapshot = { ...(await buildSnapshot(asFiled)), hardRouting: loaded.config.routing.hard };
+    const runtime = new RoutingRuntime(loaded, snapshot, asFiled.config.routing.hard, env, events);
     if (serving !== null) runtime.#startedWithout = restartOnlyChanges(restartOnlySettings(fromFile.config), serving);
     return runtime;
   }
