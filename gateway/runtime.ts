@@ -18,6 +18,9 @@ export type FlagSource = 'env' | 'config' | 'admin' | 'peer';
  */
 export type ReloadReach = 'everywhere' | 'replicas' | 'here';
 
+/** Reaches from the narrowest to the widest: each one's audience holds the one before's. */
+const REACH_ORDER: readonly ReloadReach[] = ['here', 'replicas', 'everywhere'];
+
 /** How the last load or reload went, for /healthz and /admin/state: `trigger` is start, api, admin, watch or SIGHUP. */
 export interface ReloadStatus {
   readonly ok: boolean;
@@ -50,6 +53,8 @@ export class RoutingRuntime {
   #loaded: LoadedConfig;
   #running: Promise<ReloadResult> | null = null;
   #queued: Promise<ReloadResult> | null = null;
+  /** The trigger and reach of the queued reload: those of the call that asked it to reach furthest. */
+  #queuedAsk: { trigger: string; reach: ReloadReach } = { trigger: 'api', reach: 'here' };
   /** Whether this process watches its own files (not a cluster worker, whose primary watches). */
   #watcher = false;
   #stopWatching: (() => void) | null = null;
@@ -130,9 +135,14 @@ export class RoutingRuntime {
    */
   reload(trigger = 'api', reach: ReloadReach = 'everywhere'): Promise<ReloadResult> {
     if (this.#running === null) return this.#run(trigger, reach);
+    // The calls sharing the queued reload may want it to reach differently (a peer's relayed reload
+    // here only, an admin reload everywhere): it reaches as far as the widest of them, or the other
+    // workers and replicas would miss the edit the wider one was asked for.
+    if (this.#queued !== null && REACH_ORDER.indexOf(reach) <= REACH_ORDER.indexOf(this.#queuedAsk.reach)) return this.#queued;
+    this.#queuedAsk = { trigger, reach };
     this.#queued ??= this.#running.then(() => {
       this.#queued = null;
-      return this.#run(trigger, reach);
+      return this.#run(this.#queuedAsk.trigger, this.#queuedAsk.reach);
     });
     return this.#queued;
   }
