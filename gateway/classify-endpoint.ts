@@ -28,7 +28,9 @@ function turnsFrom(body: z.infer<typeof ClassifyBodySchema>, snapshot: RoutingSn
   if ('text' in body && typeof body.text === 'string') {
     const wrappers = snapshot.wrappers ?? DEFAULT_WRAPPERS;
     const result = stripWrappers(body.text, wrappers);
-    return result.text === '' ? null : { turns: { latest: result.text, previous: null, assistant: null }, stripped: result.stripped };
+    // Blanks alone are no human text: a chat route skips a user turn of them (see latestUserText) and
+    // forwards the request with no decision, so this endpoint must not answer one for them.
+    return result.text.trim() === '' ? null : { turns: { latest: result.text, previous: null, assistant: null }, stripped: result.stripped };
   }
   // OpenAI chat and Anthropic read a user turn's text parts alike; `input` is OpenAI responses.
   return readHumanTurns(snapshot, 'messages' in body ? CHAT_FORMATS['openai-chat'] : CHAT_FORMATS['openai-responses'], body);

@@ -103,6 +103,18 @@ describe('POST /router/classify', () => {
     expect(upstream.requests.filter((request) => request.path === '/router/classify')).toHaveLength(0);
   });
 
+  // A chat route reads a user turn of blanks only as no human text (it is skipped, and the request goes
+  // on with no decision): {"text"} holding only blanks is no text either, not an ANSWER.
+  it('refuses {"text"} of blanks only as no human text, as the chat routes read such a turn', async () => {
+    for (const text of ['   ', '\n\t \r\n', '\u00a0\u3000']) {
+      const blank = await classify({ text });
+      expect(blank.status, JSON.stringify(text)).toBe(422);
+      expect(blank.json.error?.message).toMatch(/no human text/);
+      const asChat = await classify({ messages: [{ role: 'user', content: text }] });
+      expect(asChat.status, JSON.stringify(text)).toBe(422);
+    }
+  });
+
   it('is counted as its own kind, apart from routed decisions', async () => {
     const fresh = await startConfigured(dir, { upstream: { url: upstream.url } });
     try {
