@@ -4,6 +4,21 @@ import { z } from 'zod';
 import { STRATEGIES, UNSURE_POLICIES } from '../src/index.js';
 import { packageRoot, readDataFile } from '../middleware/files.js';
 
+/**
+ * Whether a URL carries credentials (user:password@ or user@). The proxy does not send them to the
+ * upstream and fetch refuses such a URL outright (every tie-breaker call would fail), while the startup
+ * log would print them: they are refused at load instead, without echoing them.
+ */
+const withoutCredentials = (url: string) => {
+  try {
+    const parsed = new URL(url);
+    return parsed.username === '' && parsed.password === '';
+  } catch {
+    // Not a URL at all: z.url says so.
+    return true;
+  }
+};
+
 /** Most workers accepted: beyond a few per core they only compete for it. */
 export const MAX_WORKERS = 256;
 
@@ -63,6 +78,7 @@ export const ConfigSchema = z
         url: z
           .url({ protocol: /^https?$/, error: 'an http:// or https:// URL' })
           .refine((url) => !/[?#]/.test(url), 'a base URL without ?query or #fragment: request paths are appended to it (send keys as headers)')
+          .refine(withoutCredentials, 'a base URL without credentials (user:password@): they are not sent to the upstream, and would be shown in logs; clients send their own keys in the Authorization or x-api-key header')
           .nullable()
           .default(null),
         timeoutMs: z.number().int().positive().default(120_000),
@@ -107,7 +123,9 @@ export const ConfigSchema = z
         /** The tie-breaker's endpoint, for onUnsure: tiebreak. Its key comes from the environment variable apiKeyEnv. */
         tiebreak: z
           .object({
-            url: z.url({ protocol: /^https?$/, error: 'the full http(s) URL of an OpenAI-compatible chat completions endpoint' }),
+            url: z
+              .url({ protocol: /^https?$/, error: 'the full http(s) URL of an OpenAI-compatible chat completions endpoint' })
+              .refine(withoutCredentials, 'a URL without credentials (user:password@): a request cannot be sent to such a URL; put the key in the environment variable apiKeyEnv names, sent as a bearer token'),
             model: z.string().min(1),
             apiKeyEnv: z.string().regex(/^[A-Z_][A-Z0-9_]*$/, 'an environment variable name').default('TIEBREAK_API_KEY'),
             timeoutMs: z.number().int().min(10).max(30_000).default(800),
