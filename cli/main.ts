@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { once } from 'node:events';
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
 import { z } from 'zod';
@@ -15,7 +16,7 @@ import { startCluster } from '../gateway/cluster.js';
 import type { ReloadResult } from '../gateway/runtime.js';
 import { isYaml, packageRoot, readDataFile, withoutBom } from '../middleware/files.js';
 import { initialConfig, initialConfigJson } from './init.js';
-import { readStdin } from './read.js';
+import { stdinLines } from './read.js';
 import { corpusTurns, readCorpus, stripTurns, UsageError } from './corpus.js';
 import { trainCommand } from './train.js';
 
@@ -151,22 +152,38 @@ function parseJsonlLine(raw: string, line: number): { id?: unknown; text?: strin
 async function classifyCommand(args: string[], values: { json?: boolean | undefined; jsonl?: boolean | undefined; rules?: string | undefined; engine?: string | undefined; 'rules-only'?: boolean | undefined }): Promise<number> {
   const classifier = await loadClassifier(values);
   if (values.jsonl) {
-    const lines = withoutBom(await readStdin()).split('\n');
     let failed = 0;
-    lines.forEach((raw, index) => {
-      if (raw.trim() === '') return;
-      const line = index + 1;
+    let line = 0;
+    // A reader that went away (| head) ends the run, quietly for a closed pipe; unheard, the error
+    // would end the process with a stack trace.
+    let outputError: NodeJS.ErrnoException | null = null;
+    const onOutputError = (error: NodeJS.ErrnoException) => {
+      outputError ??= error;
+    };
+    process.stdout.on('error', onOutputError);
+    // Line by line as the input arrives: see stdinLines.
+    for await (const read of stdinLines()) {
+      if (outputError !== null) break;
+      line += 1;
+      const raw = line === 1 ? withoutBom(read) : read;
+      if (raw.trim() === '') continue;
+      let out: string;
       try {
         const { id, text, turns } = parseJsonlLine(raw, line);
         // As the gateway does: agent scaffolding is not the user's words.
         const stripped = stripTurns(turns ?? { latest: text ?? '', previous: null, assistant: null });
         const decision = stripped === null ? classifier.classify('') : turns ? classifier.classifyTurns(stripped) : classifier.classify(stripped.latest);
-        process.stdout.write(`${JSON.stringify({ ...(id === undefined ? {} : { id }), line, ...decision })}\n`);
+        out = `${JSON.stringify({ ...(id === undefined ? {} : { id }), line, ...decision })}\n`;
       } catch (error) {
         failed += 1;
-        process.stdout.write(`${JSON.stringify({ line, error: (error as Error).message })}\n`);
+        out = `${JSON.stringify({ line, error: (error as Error).message })}\n`;
       }
-    });
+      // A reader slower than the classifier holds the input back rather than our memory filling up.
+      if (!process.stdout.write(out)) await once(process.stdout, 'drain').catch(() => {});
+    }
+    process.stdout.off('error', onOutputError);
+    const ended = outputError as NodeJS.ErrnoException | null;
+    if (ended !== null && ended.code !== 'EPIPE') throw new Error(`cannot write the decisions to standard output: ${ended.message}`);
     return failed > 0 ? 1 : 0;
   }
   if (args.length === 0) throw new UsageError('classify needs the message text, e.g. task-router classify "fix the tests"');

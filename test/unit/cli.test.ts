@@ -1,4 +1,4 @@
-import { execSync, spawnSync } from 'node:child_process';
+import { execSync, spawn, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -164,6 +164,38 @@ describe('classify --jsonl', () => {
     const run = cli(['classify', '--jsonl'], '');
     expect(run.status).toBe(0);
     expect(run.stdout).toBe('');
+  });
+
+  // Read line by line, not whole: a batch larger than the longest string V8 can make (512 MiB) failed
+  // with no decision at all ("Cannot create a string longer than 0x1fffffe8 characters"), and a pipe
+  // that stays open (tail -f decisions | …) was never answered.
+  it('answers each line as it arrives, before the input ends', async () => {
+    const child = spawn(process.execPath, [main, 'classify', '--jsonl'], { cwd: root, env: { ...process.env, TASK_ROUTER_CONFIG: '' }, stdio: ['pipe', 'pipe', 'pipe'] });
+    try {
+      let stdout = '';
+      const firstLine = new Promise<string>((resolveLine, rejectLine) => {
+        child.stdout.on('data', (chunk: Buffer) => {
+          stdout += chunk.toString('utf8');
+          if (stdout.includes('\n')) resolveLine(stdout.slice(0, stdout.indexOf('\n')));
+        });
+        child.once('exit', (code) => rejectLine(new Error(`exited (${code}) before answering the first line: ${stdout}`)));
+      });
+      // A BOM, then the first line split across two writes in the middle of a multi-byte character.
+      const first = Buffer.from('\uFEFF{"id": "a", "text": "fix the tests in src/café.ts"}\n');
+      const cut = first.indexOf(Buffer.from('é')) + 1;
+      child.stdin.write(first.subarray(0, cut));
+      child.stdin.write(first.subarray(cut));
+      const answer = await Promise.race([firstLine, new Promise<string>((resolveLate) => setTimeout(() => resolveLate('no answer while the input was open'), 20_000))]);
+      expect(answer).not.toBe('no answer while the input was open');
+      expect(JSON.parse(answer)).toMatchObject({ id: 'a', line: 1, mode: 'ACTION' });
+      child.stdin.end('\nwhat is a mutex?');
+      const code = await new Promise<number | null>((resolveExit) => child.once('exit', resolveExit));
+      expect(code).toBe(0);
+      const rows = stdout.trim().split('\n').map((line) => JSON.parse(line) as { line: number; mode: string });
+      expect(rows.map((row) => [row.line, row.mode])).toEqual([[1, 'ACTION'], [3, 'ANSWER']]);
+    } finally {
+      child.kill();
+    }
   });
 });
 
