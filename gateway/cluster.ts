@@ -166,15 +166,22 @@ export async function startCluster(options: ClusterOptions): Promise<RunningClus
     stopWatching?.();
     stopWatching = loaded.config.reload.watch ? watchConfigFiles(loaded, loaded.config.reload.debounceMs, changed) : null;
   };
-  const changed = () => {
-    reloadAll('watch');
-    // The file may now name another rule set or prompt folder: watch those from here on.
+  /**
+   * After every reload, however it was asked for (a file change, SIGHUP, an admin reload on a worker):
+   * the file may now name another rule set or prompt folder, or turn reload.watch on or off, and the
+   * primary is the one that watches for its workers. Watch as it says from here on.
+   */
+  const rewatch = () => {
     loadConfig(loaded.file, options.env, { refuseEmpty: true }).then((next) => {
       loaded = next;
       if (!shuttingDown) watch();
     }, () => {
       // An invalid file is the workers' to reject and report; keep watching what was watched.
     });
+  };
+  const changed = () => {
+    reloadAll('watch');
+    rewatch();
   };
 
   const startedUp = new Promise<void>((resolve, reject) => {
@@ -203,6 +210,7 @@ export async function startCluster(options: ClusterOptions): Promise<RunningClus
           break;
         case MESSAGE.reload:
           reloadAll(message.trigger, worker.id);
+          rewatch();
           break;
         case MESSAGE.metrics: {
           const collection = collections.get(message.id);
@@ -272,7 +280,10 @@ export async function startCluster(options: ClusterOptions): Promise<RunningClus
     url,
     metricsUrl: metricsAddress ? `http://${config.metrics.host ?? config.server.host}:${metricsAddress.port}` : null,
     workers: options.workers,
-    reload: (trigger) => reloadAll(trigger),
+    reload: (trigger) => {
+      reloadAll(trigger);
+      rewatch();
+    },
     shutdown: (now = false) => {
       shuttingDown = true;
       stopWatching?.();
