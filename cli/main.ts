@@ -294,19 +294,42 @@ function runtimeEvents(log: Logger) {
   };
 }
 
+/**
+ * Holds the SIGHUPs that arrive while the gateway starts (reading its files, compiling the rules takes a
+ * second or more): with no handler, Node's default would end the process. Returns the function that
+ * lets go of them, saying whether one came; the caller then reloads once, as the file may have changed
+ * after start read it.
+ */
+function holdSighup(): () => boolean {
+  let held = false;
+  const hold = () => {
+    held = true;
+  };
+  process.on('SIGHUP', hold);
+  return () => {
+    process.off('SIGHUP', hold);
+    return held;
+  };
+}
+
 async function serveCommand(values: ServeValues): Promise<number> {
   const log = serveLog();
   const env = serveEnv(values);
-  if (cluster.isWorker) return serveWorker(values, env, log);
+  const held = holdSighup();
+  if (!cluster.isWorker) log.info({ pid: process.pid, config: configFile(values) ?? 'the shipped config/default.yaml' }, 'task-router starting');
+  if (cluster.isWorker) return serveWorker(values, env, log, held);
   const loaded = await loadConfig(configFile(values), env);
   const workers = workerCount(loaded.config.server.workers, availableParallelism());
-  if (workers > 1) return servePrimary(loaded, workers, env, log);
+  if (workers > 1) return servePrimary(loaded, workers, env, log, held);
   const gateway = await startGateway({ configFile: configFile(values), env, log, events: runtimeEvents(log) });
   const snapshot = gateway.runtime.snapshot();
   if (gateway.echo) log.info({ upstream: gateway.upstreamUrl }, 'no UPSTREAM_URL set: started the built-in echo upstream, which answers with the route taken');
   log.info({ url: gateway.url, upstream: gateway.upstreamUrl, hardRouting: snapshot.hardRouting, configHash: snapshot.configHash, admin: process.env.ADMIN_TOKEN ? (gateway.adminUrl ?? gateway.url) : 'off (set ADMIN_TOKEN)', metrics: gateway.metricsUrl ?? `${gateway.url}/metrics`, logDir: gateway.runtime.logDir }, 'task-router listening');
   const hurry = () => void gateway.drain(0);
-  const signal = await untilStopped(() => void gateway.runtime.reload('SIGHUP'), hurry);
+  const hupped = held();
+  const stopped = untilStopped(() => void gateway.runtime.reload('SIGHUP'), hurry);
+  if (hupped) void gateway.runtime.reload('SIGHUP');
+  const signal = await stopped;
   log.info({ signal }, 'shutting down');
   await gateway.drain();
   process.off('SIGINT', hurry);
@@ -317,7 +340,7 @@ async function serveCommand(values: ServeValues): Promise<number> {
 }
 
 /** One worker of a cluster: serves like a single gateway, told by the primary when to reload and drain. */
-async function serveWorker(values: ServeValues, env: NodeJS.ProcessEnv, log: Logger): Promise<number> {
+async function serveWorker(values: ServeValues, env: NodeJS.ProcessEnv, log: Logger, held: () => boolean): Promise<number> {
   // node:cluster ends a worker at once when its primary disappears, cutting what it has in flight;
   // marked as leaving of its own accord, the worker is left to drain on 'disconnect' (below).
   if (cluster.worker) cluster.worker.exitedAfterDisconnect = true;
@@ -326,6 +349,8 @@ async function serveWorker(values: ServeValues, env: NodeJS.ProcessEnv, log: Log
   log.info({ url: gateway.url, pid: process.pid }, 'worker listening');
   primary?.listening(gateway.url);
   const hurry = () => void gateway.drain(0);
+  const hupped = held();
+  if (hupped) void gateway.runtime.reload('SIGHUP');
   const signal = await untilStopped(() => void gateway.runtime.reload('SIGHUP'), hurry, (stop) => {
     primary?.onDrain((now) => {
       stop();
@@ -346,11 +371,14 @@ async function serveWorker(values: ServeValues, env: NodeJS.ProcessEnv, log: Log
 }
 
 /** The cluster primary: starts the workers and passes signals on; it serves no requests itself. */
-async function servePrimary(loaded: LoadedConfig, workers: number, env: NodeJS.ProcessEnv, log: Logger): Promise<number> {
+async function servePrimary(loaded: LoadedConfig, workers: number, env: NodeJS.ProcessEnv, log: Logger, held: () => boolean): Promise<number> {
   const running = await startCluster({ loaded, workers, env, log, metricsToken: env.METRICS_TOKEN?.trim() || null });
   log.info({ url: running.url, workers, pid: process.pid, upstream: loaded.config.upstream.url ?? 'echo (each worker runs its own)', redis: loaded.config.state.redis ? redisAddress(loaded.config.state.redis.url) : 'off', admin: process.env.ADMIN_TOKEN ? running.url : 'off (set ADMIN_TOKEN)', metrics: running.metricsUrl ?? `${running.url}/metrics` }, 'task-router listening');
   const hurry = () => void running.shutdown(true);
-  const signal = await untilStopped(() => running.reload('SIGHUP'), hurry);
+  const hupped = held();
+  const stopped = untilStopped(() => running.reload('SIGHUP'), hurry);
+  if (hupped) running.reload('SIGHUP');
+  const signal = await stopped;
   log.info({ signal }, 'shutting down: draining every worker');
   await running.shutdown();
   process.off('SIGINT', hurry);
