@@ -19,6 +19,27 @@ export interface TiebreakSettings {
 /** Characters of the message sent to the tie-breaker: its head and tail, where a request sits. */
 const TEXT_LIMIT = 4000;
 const VERDICT = /\b(ANSWER|ACTION)\b/i;
+/**
+ * Most bytes of an answer read. One of three tokens is a few hundred bytes; an endpoint that sends
+ * more is broken, and read whole its answer could hold megabytes for up to timeoutMs per unsure request.
+ */
+const ANSWER_BYTES = 64 * 1024;
+
+/**
+ * The response's JSON, read no further than ANSWER_BYTES: past them the body is cancelled (leaving the
+ * loop early does it) and the answer is a SyntaxError, no verdict.
+ */
+async function boundedJson(response: Response): Promise<unknown> {
+  const chunks: Uint8Array[] = [];
+  let length = 0;
+  for await (const chunk of response.body ?? []) {
+    length += chunk.byteLength;
+    if (length > ANSWER_BYTES) break;
+    chunks.push(chunk);
+  }
+  if (length > ANSWER_BYTES) throw new SyntaxError(`the tie-breaker's answer is longer than ${ANSWER_BYTES} bytes`);
+  return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+}
 
 function excerpt(text: string): string {
   if (text.length <= TEXT_LIMIT) return text;
@@ -71,7 +92,7 @@ export function createTiebreaker(settings: TiebreakSettings, now: () => number =
           await response.body?.cancel();
           return { mode: null, result: 'error', seconds: seconds() };
         }
-        body = await response.json();
+        body = await boundedJson(response);
       } catch (error) {
         const timedOut = error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError');
         return { mode: null, result: timedOut ? 'timeout' : (error instanceof SyntaxError ? 'invalid' : 'error'), seconds: seconds() };

@@ -55,6 +55,8 @@ describe('the tie-breaker against a fake OpenAI-compatible endpoint', () => {
     ['garbage that is not JSON', replyRaw(200, '<html>oops</html>', { 'content-type': 'application/json' }), 'invalid'],
     ['JSON without a verdict', replyJson(200, openaiChatCompletion('I think it depends')), 'invalid'],
     ['JSON of another shape', replyJson(200, { hello: 'world' }), 'invalid'],
+    // An answer of three tokens is a few hundred bytes: a megabyte is an endpoint gone wrong, not read whole.
+    ['an answer of a megabyte, verdict and all', replyJson(200, { ...openaiChatCompletion('ACTION'), padding: 'x'.repeat(1024 * 1024) }), 'invalid'],
   ] as const)('%s gives no verdict, and nothing is cached', async (_name, behaviour, result) => {
     endpoint.reset();
     endpoint.respond(behaviour);
