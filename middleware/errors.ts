@@ -156,6 +156,10 @@ export function describeError(error: unknown, req: Request, limitHint = ''): Des
   if (typeof error.code === 'string' && DECOMPRESSION.test(error.code)) {
     return { kind: 'invalid_request', message: `request body is not valid ${encoding} (its Content-Encoding): ${error.message}` };
   }
+  // Express decodes each named part of a path (a session id, say) and fails on a stray %.
+  if (error instanceof URIError) {
+    return { kind: 'invalid_request', message: 'the path holds a broken percent-encoding (a % not followed by two hex digits): write a % in a path as %25' };
+  }
   const status = error.status ?? error.statusCode;
   if (typeof status === 'number' && status >= 400 && status < 500) {
     const kind: ErrorKind = status === 413 ? 'too_large' : status === 415 ? 'unsupported_media_type' : status === 403 ? 'forbidden' : 'invalid_request';

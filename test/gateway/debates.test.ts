@@ -143,6 +143,10 @@ describe('a scripted session over HTTP', () => {
     expect(state.status).toBe(200);
     expect(await state.json()).toMatchObject({ session: 'session-1', lastTask: task, tasks: [{ key: task, failures: 3, debated: true }], pending: { verdict: 'AUTO_ESCALATE', delivered: true }, next: null });
     expect((await fetch(`${url}/router/sessions/session-1`)).status).toBe(401);
+    // A path whose percent-encoding is broken says so, and how to write a % in it.
+    const garbled = await fetch(`${url}/router/sessions/%ZZ`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(garbled.status).toBe(400);
+    expect(JSON.stringify(await garbled.json())).toMatch(/percent-encoding.*%25/);
 
     // Success resets the task: no prompt, and one more failure is no debate.
     expect((await report(url, { session: 'session-1', decision: decisionOf(after), outcome: 'success' })).json).toMatchObject({ failures: 0, rejections: 0, next: null });
