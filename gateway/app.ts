@@ -182,7 +182,7 @@ export function createGatewayApp(options: GatewayAppOptions): { app: Express; cl
   // What the proxy declines to forward comes here: a request target that is no path ("*", the
   // asterisk-form of OPTIONS * HTTP/1.1) names nothing here or upstream. Express's own answer would be an HTML page.
   app.use((req: Request, res: Response) => {
-    sendError(res, errorFormatFor(req.method, req.path), 'not_found', `nothing here answers ${req.method} ${req.originalUrl.slice(0, 200)}: the gateway forwards requests for the upstream API's paths, written as a path from "/" (such as POST /v1/chat/completions or GET /v1/models)`);
+    sendError(res, errorFormatFor(req, req.path), 'not_found', `nothing here answers ${req.method} ${req.originalUrl.slice(0, 200)}: the gateway forwards requests for the upstream API's paths, written as a path from "/" (such as POST /v1/chat/completions or GET /v1/models)`);
   });
   app.use(finalErrorHandler(options.hooks?.internalError ? { internal: options.hooks.internalError } : {}));
   return { app, close: () => proxy.close() };

@@ -97,7 +97,7 @@ export function createUpstreamProxy(options: UpstreamOptions, hooks: UpstreamHoo
     failed.add(req);
     report(kind, error, req);
     if (!('status' in res)) return;
-    sendError(res, errorFormatFor(req.method, req.path ?? req.url), kind, message ?? (kind === 'upstream_timeout'
+    sendError(res, errorFormatFor(req, req.path ?? req.url), kind, message ?? (kind === 'upstream_timeout'
       ? `the upstream did not answer within ${options.timeoutMs} ms`
       : `the upstream could not be reached: ${(error as NodeJS.ErrnoException).code ?? error.message}`));
   };

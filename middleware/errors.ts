@@ -55,15 +55,18 @@ const ANTHROPIC_MESSAGES_ENDPOINT = /\/messages\/(?:count_tokens|batches)(?:\/|$
 /**
  * The API whose error shape a request's errors take, by the API its path belongs to: a POST to a chat
  * route gets that route's; Anthropic's other endpoints (count_tokens, batches) get Anthropic's, whatever
- * the method; everything else (null) OpenAI's. Chat routes count for POSTs only: OpenAI's
- * GET /v1/chat/completions/{id}/messages ends as Anthropic's route does, and is OpenAI's.
+ * the method; on a path both APIs serve (/v1/models, /v1/files) a request naming `anthropic-version`,
+ * which Anthropic's SDKs send on every call, gets Anthropic's; everything else (null) OpenAI's. Chat
+ * routes count for POSTs only: OpenAI's GET /v1/chat/completions/{id}/messages ends as Anthropic's
+ * route does, and is OpenAI's.
  */
-export function errorFormatFor(method: string | undefined, path: string): FormatName | null {
-  if (method === 'POST') {
+export function errorFormatFor(req: Pick<Request, 'method' | 'headers'>, path: string): FormatName | null {
+  if (req.method === 'POST') {
     const format = formatForPath(path);
     if (format) return format.name;
   }
-  return ANTHROPIC_MESSAGES_ENDPOINT.test(path.split('?')[0] ?? '') ? 'anthropic' : null;
+  const anthropic = ANTHROPIC_MESSAGES_ENDPOINT.test(path.split('?')[0] ?? '') || req.headers['anthropic-version'] !== undefined;
+  return anthropic ? 'anthropic' : null;
 }
 
 /** An error body in the API's own shape, so the client's SDK reports it as it would the provider's. */
@@ -205,6 +208,6 @@ export function finalErrorHandler(options: FinalErrorOptions = {}): ErrorRequest
     }
     if (described.kind === 'internal') safely(() => options.internal?.(error, req));
     if (ownPath(req.path)) return sendRouterError(res, STATUS[described.kind], described.message);
-    sendError(res, errorFormatFor(req.method, fullPath(req)), described.kind, described.message);
+    sendError(res, errorFormatFor(req, fullPath(req)), described.kind, described.message);
   };
 }

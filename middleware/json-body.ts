@@ -211,5 +211,5 @@ export const bodyErrors: ErrorRequestHandler = (error: unknown, req, res, next) 
   const described = describeError(error, req, 'limits.bodyBytes');
   if (described.clientGone) return res.destroy();
   if (described.kind === 'internal') return next(error);
-  sendError(res, errorFormatFor(req.method, fullPath(req)), described.kind, described.message);
+  sendError(res, errorFormatFor(req, fullPath(req)), described.kind, described.message);
 };

@@ -195,6 +195,14 @@ describe('errors on the other endpoints of each API come in that API\'s shape', 
     const batch = await expectSdkStatus('anthropic', new Anthropic({ apiKey: 'k', baseURL: timingOut.url, maxRetries: 0 }).messages.batches.retrieve('msgbatch_01'), 504);
     expectErrorShape('anthropic', (batch as AnthropicAPIError).error, TIMEOUT);
   });
+
+  it('on a path both APIs serve (GET /v1/models), a request naming anthropic-version gets Anthropic\'s shape, others OpenAI\'s', async () => {
+    const listed = await expectSdkStatus('anthropic', new Anthropic({ apiKey: 'k', baseURL: unreachable.url, maxRetries: 0 }).models.list(), 502);
+    expectErrorShape('anthropic', (listed as AnthropicAPIError).error, UNREACHABLE);
+    const plain = await fetch(`${unreachable.url}/v1/models`);
+    expect(plain.status).toBe(502);
+    expectErrorShape(null, await plain.json(), UNREACHABLE);
+  });
 });
 
 describe('upstream resets before headers → 502', () => {
