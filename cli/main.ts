@@ -266,13 +266,15 @@ function serveLog(): Logger {
 /**
  * Resolves with the first of SIGINT and SIGTERM (or `also`, e.g. the cluster primary's drain message);
  * afterwards, a second one calls `hurry`. SIGHUP calls `reload` until then, and is ignored after: with
- * no handler, Node's default for it would end the process and cut the drain.
+ * no handler, Node's default for it would end the process and cut the drain. The SIGHUPs `held` while
+ * the gateway started (see holdSighup) are let go of here, answered with one reload.
  */
-async function untilStopped(reload: () => void, hurry: () => void, also?: (stop: () => void) => void): Promise<NodeJS.Signals | 'primary'> {
+async function untilStopped(reload: () => void, hurry: () => void, held: () => boolean, also?: (stop: () => void) => void): Promise<NodeJS.Signals | 'primary'> {
   let stopping = false;
   process.on('SIGHUP', () => {
     if (!stopping) reload();
   });
+  if (held()) reload();
   const signal = await new Promise<NodeJS.Signals | 'primary'>((resolve) => {
     process.once('SIGINT', () => resolve('SIGINT'));
     process.once('SIGTERM', () => resolve('SIGTERM'));
@@ -326,10 +328,7 @@ async function serveCommand(values: ServeValues): Promise<number> {
   if (gateway.echo) log.info({ upstream: gateway.upstreamUrl }, 'no UPSTREAM_URL set: started the built-in echo upstream, which answers with the route taken');
   log.info({ url: gateway.url, upstream: gateway.upstreamUrl, hardRouting: snapshot.hardRouting, configHash: snapshot.configHash, admin: process.env.ADMIN_TOKEN ? (gateway.adminUrl ?? gateway.url) : 'off (set ADMIN_TOKEN)', metrics: gateway.metricsUrl ?? `${gateway.url}/metrics`, logDir: gateway.runtime.logDir }, 'task-router listening');
   const hurry = () => void gateway.drain(0);
-  const hupped = held();
-  const stopped = untilStopped(() => void gateway.runtime.reload('SIGHUP'), hurry);
-  if (hupped) void gateway.runtime.reload('SIGHUP');
-  const signal = await stopped;
+  const signal = await untilStopped(() => void gateway.runtime.reload('SIGHUP'), hurry, held);
   log.info({ signal }, 'shutting down');
   await gateway.drain();
   process.off('SIGINT', hurry);
@@ -349,9 +348,7 @@ async function serveWorker(values: ServeValues, env: NodeJS.ProcessEnv, log: Log
   log.info({ url: gateway.url, pid: process.pid }, 'worker listening');
   primary?.listening(gateway.url);
   const hurry = () => void gateway.drain(0);
-  const hupped = held();
-  if (hupped) void gateway.runtime.reload('SIGHUP');
-  const signal = await untilStopped(() => void gateway.runtime.reload('SIGHUP'), hurry, (stop) => {
+  const signal = await untilStopped(() => void gateway.runtime.reload('SIGHUP'), hurry, held, (stop) => {
     primary?.onDrain((now) => {
       stop();
       if (now) hurry();
@@ -375,10 +372,7 @@ async function servePrimary(loaded: LoadedConfig, workers: number, env: NodeJS.P
   const running = await startCluster({ loaded, workers, env, log, metricsToken: env.METRICS_TOKEN?.trim() || null });
   log.info({ url: running.url, workers, pid: process.pid, upstream: loaded.config.upstream.url ?? 'echo (each worker runs its own)', redis: loaded.config.state.redis ? redisAddress(loaded.config.state.redis.url) : 'off', admin: process.env.ADMIN_TOKEN ? running.url : 'off (set ADMIN_TOKEN)', metrics: running.metricsUrl ?? `${running.url}/metrics` }, 'task-router listening');
   const hurry = () => void running.shutdown(true);
-  const hupped = held();
-  const stopped = untilStopped(() => running.reload('SIGHUP'), hurry);
-  if (hupped) running.reload('SIGHUP');
-  const signal = await stopped;
+  const signal = await untilStopped(() => running.reload('SIGHUP'), hurry, held);
   log.info({ signal }, 'shutting down: draining every worker');
   await running.shutdown();
   process.off('SIGINT', hurry);
