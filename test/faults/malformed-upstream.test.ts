@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningGateway } from '../../gateway/app.js';
+import { listenOnLoopback } from '../support/listening.js';
 import { postHead, rawRequest, type RawResponse } from '../support/raw-http.js';
 import { scrape, series, startConfigured } from '../support/running.js';
 import { errorKinds } from './fault-matrix.js';
@@ -49,15 +50,14 @@ async function rawUpstream(reply: string | Buffer): Promise<RawUpstream> {
       }
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
+  const listening = await listenOnLoopback(server);
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: listening.url,
     connections: () => connections,
-    close: () => new Promise<void>((resolve) => {
+    close: () => {
       for (const socket of sockets) socket.destroy();
-      server.close(() => resolve());
-    }),
+      return listening.close();
+    },
   };
 }
 

@@ -5,18 +5,18 @@
  * routed body; restreamBody fails a queued request alone, saying what to use instead.
  */
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { createProxyMiddleware } from 'http-proxy-middleware';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { bodyErrors, finalErrorHandler, forwardBody, jsonBody, loadPrompts, restreamBody, taskRouter } from '../../middleware/index.js';
 import type { PromptSet } from '../../src/index.js';
 import { apiReply, delayThen, startFakeUpstream, type FakeUpstream } from '../support/fake-upstream.js';
+import { listenOnLoopback, type Listening } from '../support/listening.js';
 import { postJson } from './clients.js';
 
 let upstream: FakeUpstream;
 let prompts: PromptSet;
-const opened: { server: http.Server; agent: http.Agent }[] = [];
+const opened: { server: Listening; agent: http.Agent }[] = [];
 
 beforeAll(async () => {
   upstream = await startFakeUpstream();
@@ -28,18 +28,15 @@ afterAll(async () => {
 afterEach(async () => {
   for (const { server, agent } of opened.splice(0)) {
     agent.destroy();
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await server.close();
   }
   upstream.reset();
 });
 
 async function listen(app: express.Express, agent: http.Agent): Promise<string> {
-  const server = await new Promise<http.Server>((resolve) => {
-    const listening = app.listen(0, '127.0.0.1', () => resolve(listening));
-  });
+  const server = await listenOnLoopback(app);
   opened.push({ server, agent });
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return server.url;
 }
 
 const turn = (content: string) => ({ model: 'm', messages: [{ role: 'system', content: 'be brief' }, { role: 'user', content }] });

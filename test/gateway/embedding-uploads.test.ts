@@ -3,23 +3,23 @@
  * gateway: jsonBody reads JSON, and any body on a chat route, but leaves every other body's stream to
  * the proxy, so it reaches the upstream byte for byte under its own Content-Type.
  */
-import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { createProxyMiddleware } from 'http-proxy-middleware';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { bodyErrors, finalErrorHandler, forwardBody, jsonBody, loadPrompts, taskRouter } from '../../middleware/index.js';
 import type { PromptSet } from '../../src/index.js';
 import { startFakeUpstream, startGatewayForTest, type FakeUpstream, type TestGateway } from '../support/fake-upstream.js';
+import { listenOnLoopback } from '../support/listening.js';
+import { closedAfterEach } from '../support/suite.js';
 import { postJson } from './clients.js';
 
 let upstream: FakeUpstream;
 let gateway: TestGateway;
 let prompts: PromptSet;
-let server: Server | null = null;
 let recipeUrl: string;
 /** What the host app saw in req.body after jsonBody, per request path. */
 let seenBodies: unknown[];
+const closing = closedAfterEach();
 
 beforeAll(async () => {
   upstream = await startFakeUpstream();
@@ -40,18 +40,7 @@ beforeEach(async () => {
   });
   app.use(forwardBody(), createProxyMiddleware({ target: upstream.url, changeOrigin: true }));
   app.use(finalErrorHandler());
-  server = await new Promise<Server>((resolve) => {
-    const listening = app.listen(0, '127.0.0.1', () => resolve(listening));
-  });
-  recipeUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-});
-afterEach(async () => {
-  await new Promise<void>((resolve) => {
-    if (!server) return resolve();
-    server.closeAllConnections();
-    server.close(() => resolve());
-  });
-  server = null;
+  recipeUrl = closing(await listenOnLoopback(app)).url;
 });
 
 /** Bytes no JSON parser reads: an MP3 frame header, a NUL and bytes that are not UTF-8. */

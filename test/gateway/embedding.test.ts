@@ -4,19 +4,18 @@
  * is already consumed: requests must not hang), and no body parser at all (warned once, counted,
  * forwarded untouched).
  */
-import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import { createProxyMiddleware } from 'http-proxy-middleware';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { bodyErrors, finalErrorHandler, jsonBody, loadPrompts, messageLimit, refuseAmbiguousPaths, restreamBody, SessionTracker, taskRouter, type RoutingHooks, type SessionStore, type TaskRouterOptions } from '../../middleware/index.js';
 import type { PromptSet } from '../../src/index.js';
 import { apiReply, startFakeUpstream, type FakeUpstream } from '../support/fake-upstream.js';
+import { listenOnLoopback } from '../support/listening.js';
+import { closedAfterEach } from '../support/suite.js';
 import { openaiClient, postJson } from './clients.js';
 
 let upstream: FakeUpstream;
 let prompts: PromptSet;
-let server: Server | null = null;
 
 beforeAll(async () => {
   upstream = await startFakeUpstream(apiReply('ok'));
@@ -29,20 +28,10 @@ beforeEach(() => {
   upstream.reset();
   upstream.respond(apiReply('ok'));
 });
-afterEach(async () => {
-  await new Promise<void>((resolve) => {
-    if (!server) return resolve();
-    server.closeAllConnections();
-    server.close(() => resolve());
-  });
-  server = null;
-});
+const closing = closedAfterEach();
 
 async function listen(app: Express): Promise<string> {
-  server = await new Promise<Server>((resolve) => {
-    const listening = app.listen(0, '127.0.0.1', () => resolve(listening));
-  });
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return closing(await listenOnLoopback(app)).url;
 }
 
 const proxy = () => createProxyMiddleware({ target: upstream.url, changeOrigin: true, on: { proxyReq: restreamBody } });
@@ -310,29 +299,21 @@ describe('async observers that reject', () => {
     unparsed.use('/v1', taskRouter({ prompts, warn: failing('warn') }));
     unparsed.use(createProxyMiddleware({ target: upstream.url, on: { proxyReq: restreamBody } }));
     const url = await listen(parsed);
-    const other = await new Promise<Server>((resolve) => {
-      const listening = unparsed.listen(0, '127.0.0.1', () => resolve(listening));
+    const otherUrl = await listen(unparsed);
+    const rejections = await unhandledRejectionsOf(async () => {
+      const sent: [string, string, unknown, Record<string, string>][] = [
+        [url, '/v1/chat/completions', ACTION_BODY, { 'x-session': 's1', 'x-task-router-override': 'ANSWER' }],
+        [url, '/v1/chat/completions', { model: 'm', messages: [{ role: 'assistant', content: 'hi' }] }, {}],
+        [otherUrl, '/v1/chat/completions', ACTION_BODY, {}],
+      ];
+      for (const [base, path, body, headers] of sent) {
+        const response = await within(postJson(base, path, body, headers));
+        await response.arrayBuffer();
+        expect(response.status).toBe(200);
+      }
     });
-    const otherUrl = `http://127.0.0.1:${(other.address() as AddressInfo).port}`;
-    try {
-      const rejections = await unhandledRejectionsOf(async () => {
-        const sent: [string, string, unknown, Record<string, string>][] = [
-          [url, '/v1/chat/completions', ACTION_BODY, { 'x-session': 's1', 'x-task-router-override': 'ANSWER' }],
-          [url, '/v1/chat/completions', { model: 'm', messages: [{ role: 'assistant', content: 'hi' }] }, {}],
-          [otherUrl, '/v1/chat/completions', ACTION_BODY, {}],
-        ];
-        for (const [base, path, body, headers] of sent) {
-          const response = await within(postJson(base, path, body, headers));
-          await response.arrayBuffer();
-          expect(response.status).toBe(200);
-        }
-      });
-      expect(called.sort()).toEqual(['decision', 'fallback', 'override', 'skip', 'warn']);
-      expect(rejections).toEqual([]);
-    } finally {
-      other.closeAllConnections();
-      other.close();
-    }
+    expect(called.sort()).toEqual(['decision', 'fallback', 'override', 'skip', 'warn']);
+    expect(rejections).toEqual([]);
   });
 });
 

@@ -1,20 +1,14 @@
-import type { AddressInfo } from 'node:net';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import express from 'express';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { expressServer } from '../../gateway/express-server.js';
+import { listenOnLoopback } from '../support/listening.js';
+import { closedAfterEach } from '../support/suite.js';
 
-let server: Server | undefined;
-afterEach(async () => {
-  server?.closeAllConnections();
-  await new Promise((resolve) => server?.close(resolve) ?? resolve(undefined));
-  server = undefined;
-});
+const closing = closedAfterEach();
 
 async function listen(started: Server): Promise<string> {
-  server = started;
-  await new Promise<void>((resolve) => started.listen(0, '127.0.0.1', resolve));
-  return `http://127.0.0.1:${(started.address() as AddressInfo).port}`;
+  return closing(await listenOnLoopback(started)).url;
 }
 
 describe('expressServer', () => {
@@ -46,15 +40,8 @@ describe('expressServer', () => {
     });
     const first = expressServer(app);
     const second = expressServer(app);
-    const urls = [await listen(first)];
-    await new Promise<void>((resolve) => second.listen(0, '127.0.0.1', resolve));
-    urls.push(`http://127.0.0.1:${(second.address() as AddressInfo).port}`);
-    try {
-      for (const url of urls) expect(await (await fetch(url)).json()).toEqual({ born: true, app: true });
-    } finally {
-      second.closeAllConnections();
-      await new Promise((resolve) => second.close(resolve));
-    }
+    const urls = [await listen(first), await listen(second)];
+    for (const url of urls) expect(await (await fetch(url)).json()).toEqual({ born: true, app: true });
   });
 
   it('keeps the server options it is given', async () => {

@@ -1,11 +1,10 @@
-import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGatewayApp } from '../../gateway/app.js';
 import { startEchoUpstream, type EchoUpstream } from '../../gateway/echo-upstream.js';
 import { loadPrompts } from '../../middleware/prompts.js';
 import type { RoutingSnapshot } from '../../middleware/task-router.js';
 import { createClassifier, type PromptSet } from '../../src/index.js';
+import { listenOnLoopback } from '../support/listening.js';
 
 let upstream: EchoUpstream;
 let prompts: PromptSet;
@@ -33,16 +32,13 @@ async function serve(snapshot: RoutingSnapshot, fallbacks: string[]): Promise<{ 
     bodyBytes: 1024 * 1024,
     hooks: { fallback: (stage, to, error) => fallbacks.push(`${stage} → ${to}: ${(error as Error).message}`) },
   });
-  const server: Server = await new Promise((resolve) => {
-    const listening = gateway.app.listen(0, '127.0.0.1', () => resolve(listening));
-  });
+  const server = await listenOnLoopback(gateway.app);
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () => new Promise((resolve) => {
+    url: server.url,
+    close: () => {
       gateway.close();
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+      return server.close();
+    },
   };
 }
 
@@ -106,13 +102,10 @@ describe('never failing a request on our own error', () => {
       bodyBytes: 1024 * 1024,
       hooks: { decision: () => { throw new Error('observer bug'); } },
     });
-    const server: Server = await new Promise((resolve) => {
-      const listening = gateway.app.listen(0, '127.0.0.1', () => resolve(listening));
-    });
-    const res = await send(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+    const server = await listenOnLoopback(gateway.app);
+    const res = await send(server.url);
     gateway.close();
-    server.closeAllConnections();
-    server.close();
+    await server.close();
     expect(res).toMatchObject({ status: 200, mode: 'ACTION' });
     expect(res.reply).toContain('# Swarm orchestrator');
   });
@@ -132,11 +125,9 @@ describe('never failing a request on our own error', () => {
       bodyBytes: 1024 * 1024,
       hooks: { decision: failing('decision'), response: failing('response'), requestDone: failing('requestDone'), classifyOnly: failing('classifyOnly') },
     });
-    const server: Server = await new Promise((resolve) => {
-      const listening = gateway.app.listen(0, '127.0.0.1', () => resolve(listening));
-    });
+    const server = await listenOnLoopback(gateway.app);
     try {
-      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const { url } = server;
       expect(await send(url)).toMatchObject({ status: 200, mode: 'ACTION' });
       const classified = await fetch(`${url}/router/classify`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"text":"what is a mutex?"}' });
       expect(classified.status).toBe(200);
@@ -145,8 +136,7 @@ describe('never failing a request on our own error', () => {
     } finally {
       process.off('unhandledRejection', listener);
       gateway.close();
-      server.closeAllConnections();
-      server.close();
+      await server.close();
     }
     expect([...new Set(called)].sort()).toEqual(['classifyOnly', 'decision', 'requestDone', 'response']);
     expect(rejections).toEqual([]);

@@ -1,16 +1,11 @@
-import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
 import express, { type Response } from 'express';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { expressServer } from '../../gateway/express-server.js';
 import { InFlight } from '../../gateway/in-flight.js';
+import { listenOnLoopback } from '../support/listening.js';
+import { closedAfterEach } from '../support/suite.js';
 
-let server: Server | undefined;
-afterEach(async () => {
-  server?.closeAllConnections();
-  await new Promise((resolve) => server?.close(resolve) ?? resolve(undefined));
-  server = undefined;
-});
+const closing = closedAfterEach();
 
 const until = async (check: () => boolean) => {
   for (let tries = 0; !check(); tries += 1) {
@@ -27,10 +22,9 @@ describe('InFlight', () => {
     app.get('/:name', (req, res) => {
       held.set(req.params.name as string, res);
     });
-    server = expressServer(app);
+    const server = expressServer(app);
     server.on('request', (_req, res: Response) => inFlight.add(res));
-    await new Promise<void>((resolve) => server?.listen(0, '127.0.0.1', resolve));
-    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const { url } = closing(await listenOnLoopback(server));
 
     const answers = ['a', 'b', 'c'].map((name) => fetch(`${url}/${name}`).then((response) => response.text()));
     await until(() => held.size === 3);

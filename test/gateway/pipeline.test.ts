@@ -1,15 +1,10 @@
-import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
 import express, { type ErrorRequestHandler } from 'express';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { pipeline } from '../../gateway/pipeline.js';
+import { listenOnLoopback } from '../support/listening.js';
+import { closedAfterEach } from '../support/suite.js';
 
-let server: Server | undefined;
-afterEach(async () => {
-  server?.closeAllConnections();
-  await new Promise((resolve) => server?.close(resolve) ?? resolve(undefined));
-  server = undefined;
-});
+const closing = closedAfterEach();
 
 async function serve(steps: Parameters<typeof pipeline>[0]): Promise<string> {
   const app = express();
@@ -21,11 +16,7 @@ async function serve(steps: Parameters<typeof pipeline>[0]): Promise<string> {
     res.status(500).json({ error: (error as Error).message });
   };
   app.use(handler);
-  const listening = await new Promise<Server>((resolve) => {
-    const started = app.listen(0, '127.0.0.1', () => resolve(started));
-  });
-  server = listening;
-  return `http://127.0.0.1:${(listening.address() as AddressInfo).port}`;
+  return closing(await listenOnLoopback(app)).url;
 }
 
 describe('pipeline', () => {

@@ -2,8 +2,6 @@
  * The gateway's proxy lets go of a request's body once the body is on its way upstream: the parsed
  * body, the client's bytes and our serialised ones. The decision stays for the logs and metrics.
  */
-import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
 import express, { type Request } from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createUpstreamProxy, type UpstreamProxy } from '../../gateway/proxy.js';
@@ -11,10 +9,11 @@ import { jsonBody, loadPrompts, taskRouter } from '../../middleware/index.js';
 import { rawBodyOf } from '../../middleware/json-body.js';
 import { routingOf } from '../../middleware/task-router.js';
 import { apiReply, startFakeUpstream, type FakeUpstream } from '../support/fake-upstream.js';
+import { listenOnLoopback, type Listening } from '../support/listening.js';
 import { postJson } from './clients.js';
 
 let upstream: FakeUpstream;
-let server: Server;
+let server: Listening;
 let proxy: UpstreamProxy;
 let url: string;
 const seen: Request[] = [];
@@ -27,14 +26,11 @@ beforeAll(async () => {
     seen.push(req);
     next();
   }, proxy.handler);
-  server = await new Promise<Server>((resolve) => {
-    const listening = app.listen(0, '127.0.0.1', () => resolve(listening));
-  });
-  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  server = await listenOnLoopback(app);
+  url = server.url;
 });
 afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise((resolve) => server.close(resolve));
+  await server.close();
   proxy.close();
   await upstream.close();
 });

@@ -4,11 +4,12 @@
  * of it. Nothing here mocks Express, the proxy or the network.
  */
 import http from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { createGatewayApp, buildSnapshot, type GatewayAppOptions } from '../../gateway/app.js';
 import { loadConfig, DEFAULT_CONFIG_FILE } from '../../gateway/config.js';
 import type { RoutingSnapshot } from '../../middleware/task-router.js';
 import type { PromptSet, Strategy } from '../../src/index.js';
+import { listenOnLoopback } from './listening.js';
 
 // ---------------------------------------------------------------------------------------------------
 // Recorded requests
@@ -164,12 +165,11 @@ export async function startFakeUpstream(initial?: Behaviour): Promise<FakeUpstre
   });
   // Keep-alive sockets of the gateway's agent must not hold the test open.
   server.keepAliveTimeout = 5_000;
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as AddressInfo).port;
+  const listening = await listenOnLoopback(server);
 
   return {
-    url: `http://127.0.0.1:${port}`,
-    port,
+    url: listening.url,
+    port: listening.port,
     requests,
     respond(next) {
       behaviour = next;
@@ -195,13 +195,11 @@ export async function startFakeUpstream(initial?: Behaviour): Promise<FakeUpstre
       requests.length = 0;
       queued.length = 0;
     },
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const timer of timers) clearTimeout(timer);
-        for (const socket of sockets) socket.destroy();
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    close: () => {
+      for (const timer of timers) clearTimeout(timer);
+      for (const socket of sockets) socket.destroy();
+      return listening.close();
+    },
   };
 }
 
@@ -488,23 +486,16 @@ export async function startGatewayForTest(options: { upstreamUrl: string; overri
     maxMessages: overrides.maxMessages ?? loaded.config.limits.maxMessages,
     ...(overrides.hooks ? { hooks: overrides.hooks } : {}),
   });
-  const server: http.Server = await new Promise((resolve, reject) => {
-    const listening = gateway.app.listen(0, '127.0.0.1', () => resolve(listening));
-    listening.once('error', reject);
-  });
-  const port = (server.address() as AddressInfo).port;
+  const server = await listenOnLoopback(gateway.app);
   let closed = false;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: server.url,
     snapshot,
     prompts: snapshot.prompts,
     close: async () => {
       if (closed) return;
       closed = true;
-      await new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      });
+      await server.close();
       gateway.close();
     },
   };
@@ -512,10 +503,8 @@ export async function startGatewayForTest(options: { upstreamUrl: string; overri
 
 /** A port on 127.0.0.1 that nothing listens on (bound, then released). */
 export async function closedPort(): Promise<number> {
-  const server = http.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as AddressInfo).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
+  const { port, close } = await listenOnLoopback(http.createServer());
+  await close();
   return port;
 }
 

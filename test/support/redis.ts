@@ -8,6 +8,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { listenOnLoopback } from './listening.js';
 
 const READY_TIMEOUT_MS = 10_000;
 const EXIT_TIMEOUT_MS = 10_000;
@@ -40,13 +41,8 @@ export function requireRedisServer(): void {
 
 /** A port nothing listens on now: bound to 0 by the system, then released. */
 export async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
+  const { port, close } = await listenOnLoopback(net.createServer());
+  await close();
   return port;
 }
 

@@ -1,5 +1,4 @@
 import { cp, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import express from 'express';
@@ -9,6 +8,7 @@ import { DEFAULT_PROMPTS_DIR, loadPrompts, PromptError } from '../../middleware/
 import { MemorySessionStore, SessionOwnerError, SessionTracker, type MemoryStoreOptions, type SessionSettings, type SessionStore } from '../../middleware/sessions.js';
 import { taskRouter, type FallbackStage, type RoutedDecision } from '../../middleware/task-router.js';
 import { emptySession, redactSecrets, taskKeyOf, type SessionState } from '../../src/index.js';
+import { listenOnLoopback } from '../support/listening.js';
 
 const SETTINGS = { header: 'x-task-router-session', maxTasks: 4, maxDecisions: 8 };
 const state = (at: number): SessionState => emptySession(at);
@@ -116,17 +116,16 @@ describe('taskRouter with sessions', () => {
   const CHAT_TEXT = 'fix the bug in src/a.ts';
   /** POSTs one chat request with CHAT_TEXT and `headers` to `app`, listening on loopback for it alone. */
   async function postChat(app: express.Express, headers: Record<string, string>): Promise<{ status: number; body: unknown }> {
-    const server = app.listen(0, '127.0.0.1');
-    await new Promise((resolve) => server.once('listening', resolve));
+    const server = await listenOnLoopback(app);
     try {
-      const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/chat/completions`, {
+      const res = await fetch(`${server.url}/v1/chat/completions`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', ...headers },
         body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: CHAT_TEXT }] }),
       });
       return { status: res.status, body: await res.json() };
     } finally {
-      server.close();
+      await server.close();
     }
   }
 
@@ -238,10 +237,9 @@ describe('session settings are checked when the store and the tracker are made',
     app.use(jsonBody(1 << 20), taskRouter({ prompts: await loadPrompts(), sessions: tracker }), (_req, res) => {
       res.json({ task: (res.locals.taskRouter as RoutedDecision).task });
     });
-    const server = app.listen(0, '127.0.0.1');
-    await new Promise((resolve) => server.once('listening', resolve));
+    const server = await listenOnLoopback(app);
     try {
-      const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/chat/completions`, {
+      const res = await fetch(`${server.url}/v1/chat/completions`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'x-session': 'abc' },
         body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'deploy the api to prod' }] }),
@@ -250,8 +248,7 @@ describe('session settings are checked when the store and the tracker are made',
       const { task } = (await res.json()) as { task: string };
       expect((await tracker.state('abc'))?.tasks.map((seen) => seen.key)).toEqual([task]);
     } finally {
-      server.closeAllConnections();
-      server.close();
+      await server.close();
     }
   });
 });
