@@ -37,6 +37,12 @@ export const ContextCuesSchema = z
      * the turn asks nothing more (no trigger, no question). Default: none.
      */
     thanks: z.array(z.string().min(1)).default([]),
+    /**
+     * Words of a bare reaction or acknowledgement ("nice one", "ok", "wow", "ура", "了解"): a turn made of
+     * nothing else (thanks and emoji aside) after an assistant turn that offered nothing and asked nothing
+     * takes note of what was said or done, and is ANSWER. Default: none.
+     */
+    reactions: z.array(z.string().min(1)).default([]),
     /** Words that make an opening a decline only when little else follows ("no", "stop"). */
     declineAlone: z.array(z.string().min(1)),
     /** Phrases with which an assistant offers to act ("want me to", "shall i"); the words after one are the offer. */
@@ -69,7 +75,7 @@ export type ContextCues = z.infer<typeof ContextCuesSchema>;
 const TRAILING = /[\s\p{P}\p{S}]+$/u;
 const SPACED_SCRIPT = /[\p{Script=Latin}\p{Script=Cyrillic}\p{Script=Greek}\p{Script=Hangul}\p{Script=Arabic}\p{Script=Devanagari}]/u;
 const OFFER_END = /[.?!\n。？！]/u;
-/** What may stand between words of assent: "yes, go ahead!", "ok. do it". */
+/** What may stand between words of assent: "yes, go ahead!", "ok. do it" (emoji are assent too: 👍). */
 const ASSENT_GAP = /[\s\p{P}]+/gu;
 const WORD_CHAR = /[\p{L}\p{N}']/u;
 /** Characters at the end of an assistant turn searched for an offer. */
@@ -158,6 +164,8 @@ interface LatestShape {
   readonly closing: boolean;
   /** It is plain assent and nothing else, thanks aside: "yes", "sure, go ahead!", "yes, thanks". */
   readonly assent: boolean;
+  /** It is reactions and thanks and nothing else: "nice one", "ok cool", "top, merci 🙌". */
+  readonly reaction: boolean;
   /**
    * When it only turns down what came before (a decline, maybe after a yes or no, and a few words more:
    * "not right now, maybe later"), the words after the decline ('' for none); else null.
@@ -172,8 +180,9 @@ function shapeOf(cleaned: string, cues: ContextCues): LatestShape {
   const short = words <= cues.maxWords && text.length <= cues.maxChars;
   const thanks = short ? longestOpening(text, cues.thanks) : '';
   const closing = thanks !== '' && onlyCloses(text.slice(thanks.length));
-  const assent = short && isAssent(text, cues);
-  return { text, words, kind: short ? kindOf(text, words, thanks !== '', cues) : null, closing, assent, declineTail: short && !assent ? declineTail(text, cues) : null };
+  const assent = short && madeOf(text, cues.assent, cues.thanks, ASSENT_GAP);
+  const reaction = short && madeOf(text, cues.reactions, cues.thanks, REACTION_GAP);
+  return { text, words, kind: short ? kindOf(text, words, thanks !== '', cues) : null, closing, assent, reaction, declineTail: short && !assent ? declineTail(text, cues) : null };
 }
 
 /** The longest of `phrases` that `text` opens with as whole words (and that `fits`), or ''. */
@@ -222,23 +231,26 @@ export function afterThanks(turns: Turns, cues: ContextCues, cleaned: (text: str
   return onlyCloses(rest) && ellipticalRest(rest, cues) === null ? turns : { ...turns, latest: rest };
 }
 
+/** What may stand between the words of a reaction: spaces, punctuation and emoji ("ура 🎉", "nice 👏👏"). */
+const REACTION_GAP = /(?:[\s\p{P}\p{Extended_Pictographic}]|\u200d|\ufe0f)+/gu;
+
 /**
- * Whether `text` is assent phrases only, in any number and order, between spaces and punctuation; thanks
- * may stand beside them ("yes, thanks", "thanks, yes please", "はい、ありがとう"): a yes that thanks is
- * still a yes.
+ * Whether `text` is phrases of `phrases` only, at least one, in any number and order, with thanks beside
+ * them ("yes, thanks", "thanks, yes please", "はい、ありがとう", "nice one, cheers 🙌"): a yes that thanks
+ * is still a yes, and so is a reaction.
  */
-function isAssent(text: string, cues: ContextCues): boolean {
-  let rest = text.replace(ASSENT_GAP, ' ').trim();
-  if (rest === '' || cues.assent.length === 0) return false;
-  let assented = false;
+function madeOf(text: string, phrases: readonly string[], thanksPhrases: readonly string[], gap: RegExp): boolean {
+  let rest = text.replace(gap, ' ').trim();
+  if (rest === '' || phrases.length === 0) return false;
+  let found = false;
   while (rest !== '') {
-    const assent = longestOpening(rest, cues.assent);
-    const thanks = assent === '' ? longestOpening(rest, cues.thanks) : '';
-    if (assent === '' && thanks === '') return false;
-    assented ||= assent !== '';
-    rest = rest.slice((assent || thanks).length).trim();
+    const phrase = longestOpening(rest, phrases);
+    const thanks = phrase === '' ? longestOpening(rest, thanksPhrases) : '';
+    if (phrase === '' && thanks === '') return false;
+    found ||= phrase !== '';
+    rest = rest.slice((phrase || thanks).length).trim();
   }
-  return assented;
+  return found;
 }
 
 /**
@@ -518,10 +530,12 @@ export function classifyInContext(given: Turns, cues: ContextCues, model: Scorer
     return rescored(own, following(offered, 'offer'), score, false, model.id, top);
   }
   // "teşekkürler, iyi geceler" closes the exchange, and "not right now" turns it down, whatever the turns
-  // before it did: an agent must not act on a no because its words look like a request.
+  // before it did: an agent must not act on a no because its words look like a request. "nice one" after
+  // an assistant turn that offered nothing and asked nothing takes note of it: there is nothing to go on with.
   const tail = shape.declineTail;
   const declined = tail !== null && (tail === '' || (!DECLINE_OBJECT.test(tail) && classify(tail).triggers.length === 0));
-  if ((shape.closing || declined) && own.step !== 'question' && (declined || own.triggers.length === 0)) {
+  const reacted = shape.reaction && offer === null && turns.assistant !== null && !endsAsQuestion(turns.assistant.trim());
+  if ((shape.closing || declined || reacted) && own.step !== 'question' && (declined || own.triggers.length === 0)) {
     return rescored(own, { mode: 'ANSWER', trivial: false, confidence: 'NONE', step: 'context', debate: noDebate(), followed: 'decline' }, score, false, model.id, top);
   }
   // "and tomorrow?" after a look-up asks for it again; "what about blueberries?" after an answer asks

@@ -178,6 +178,7 @@ function cleanedCues(cues: ContextCues): ContextCues {
     follow: clean(cues.follow),
     decline: clean(cues.decline),
     thanks: clean(cues.thanks),
+    reactions: clean(cues.reactions),
     declineAlone: clean(cues.declineAlone),
     offers: clean(cues.offers),
     ellipsis: clean(cues.ellipsis),

@@ -262,6 +262,26 @@ describe('the conversation as context', () => {
   });
 
   it.each([
+    ['nice one 👌', 'Done: moved to Thursday 15:00, and Dana has the new invite.'],
+    ['ok cool, cheers', 'Your balance is £1,240.17 after the rent went out this morning.'],
+    ['top, merci 🙌', "C'est envoyé : Julien a reçu le PDF à 10 h 02."],
+    ['了解', '已经把会议改到周四下午三点了。'],
+  ])('a bare reaction %j to what the assistant did or said, with nothing offered or asked, is ANSWER', (latest, assistant) => {
+    const turns = { latest, previous: 'move my 3pm with Dana to thursday', assistant };
+    expect(classifier.classify(turns.previous).mode).toBe('ACTION');
+    expect(classifier.classifyTurns(turns)).toMatchObject({ mode: 'ANSWER', step: 'context', followed: 'decline', unsure: false });
+  });
+
+  it('a reaction is no closing where the assistant offered to act or asked: "ok" to an offer takes it up', () => {
+    const previous = 'the nightly backup failed again';
+    expect(classifier.classifyTurns({ latest: 'ok', previous, assistant: 'The disk on backup-02 is full. Want me to prune snapshots older than 30 days?' })).toMatchObject({ mode: 'ACTION', followed: 'offer' });
+    const asked = classifier.classifyTurns({ latest: 'great', previous, assistant: 'Which server, backup-01 or backup-02?' });
+    expect(asked.followed).not.toBe('decline');
+    // With more than reactions in it, the turn is read as what it asks: "cool, now do staging".
+    expect(classifier.classifyTurns({ latest: 'cool, now do staging', previous: 'restart the api pods in prod', assistant: 'Restarted all 6 api pods in prod.' }).mode).toBe('ACTION');
+  });
+
+  it.each([
     ['ok, warte noch', 'decline'],
     ['nie, jeszcze nie', 'decline'],
     ['oké, dank je wel', 'decline'],
