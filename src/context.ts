@@ -43,6 +43,12 @@ export const ContextCuesSchema = z
      * takes note of what was said or done, and is ANSWER. Default: none.
      */
     reactions: z.array(z.string().min(1)).default([]),
+    /**
+     * Phrases with which an assistant waits for a yes without offering in so many words, or announces its
+     * next step ("please confirm", "unless you object", "y/n", "next i'll", "sobald du", "할게요"): a
+     * reaction after one may be that yes, so it is left to the model. Default: none.
+     */
+    pending: z.array(z.string().min(1)).default([]),
     /** Words that make an opening a decline only when little else follows ("no", "stop"). */
     declineAlone: z.array(z.string().min(1)),
     /** Phrases with which an assistant offers to act ("want me to", "shall i"); the words after one are the offer. */
@@ -436,6 +442,23 @@ function asksForDetail(assistant: string, cues: ContextCues): boolean {
   return cues.clarify.some(holds) && !cues.clarifyNot.some(holds);
 }
 
+/** Characters at the end of an assistant turn in which a question mark means it still waits for a reply. */
+const ASKING_TAIL = 200;
+
+/**
+ * Whether an assistant turn (cleaned, its tail) may still wait for a yes: a question near its end, not
+ * only as its last character ("Proceed? (y/n)", "Should I roll back? This restarts all pods."), or a
+ * phrase of `cues.pending`.
+ */
+function awaitsReply(assistant: string, cues: ContextCues): boolean {
+  if (/[?？؟]/u.test(assistant.slice(-ASKING_TAIL))) return true;
+  return cues.pending.length > 0 && lastOccurrences(assistant, cues.pending).some((at, index) => {
+    if (at === -1) return false;
+    const phrase = cues.pending[index] as string;
+    return !SPACED_SCRIPT.test(phrase.charAt(0)) || (!WORD_CHAR.test(assistant.charAt(at - 1)) && !WORD_CHAR.test(assistant.charAt(at + phrase.length)));
+  });
+}
+
 /** Whether an assistant turn holds content it produced: code, or more than a few lines. */
 const hasContent = (assistant: string): boolean => assistant.includes('```') || moreLinesThan(assistant, 3);
 
@@ -534,7 +557,7 @@ export function classifyInContext(given: Turns, cues: ContextCues, model: Scorer
   // an assistant turn that offered nothing and asked nothing takes note of it: there is nothing to go on with.
   const tail = shape.declineTail;
   const declined = tail !== null && (tail === '' || (!DECLINE_OBJECT.test(tail) && classify(tail).triggers.length === 0));
-  const reacted = shape.reaction && offer === null && turns.assistant !== null && !endsAsQuestion(turns.assistant.trim());
+  const reacted = shape.reaction && offer === null && turns.assistant !== null && !awaitsReply(reader.cleaned(offerTail(turns.assistant)), cues);
   if ((shape.closing || declined || reacted) && own.step !== 'question' && (declined || own.triggers.length === 0)) {
     return rescored(own, { mode: 'ANSWER', trivial: false, confidence: 'NONE', step: 'context', debate: noDebate(), followed: 'decline' }, score, false, model.id, top);
   }

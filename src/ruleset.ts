@@ -179,6 +179,7 @@ function cleanedCues(cues: ContextCues): ContextCues {
     decline: clean(cues.decline),
     thanks: clean(cues.thanks),
     reactions: clean(cues.reactions),
+    pending: clean(cues.pending),
     declineAlone: clean(cues.declineAlone),
     offers: clean(cues.offers),
     ellipsis: clean(cues.ellipsis),

@@ -282,6 +282,17 @@ describe('the conversation as context', () => {
   });
 
   it.each([
+    ["I'll transfer €500 to Anna Berg from your current account. Please confirm.", 'ok'],
+    ['This rolls api back to v3.4.0 and overwrites 3 commits. Proceed? (y/n)', 'ok'],
+    ['Roll back now? Heads-up: this restarts all 6 pods.', 'alright'],
+    ["I'm about to delete these 12 files:\n- a.log\n- b.log", 'ok'],
+    ['Lo envío a los 40 clientes en cuanto me confirmes.', 'perfecto'],
+    ['この内容で40社に送信してよろしいですか。', 'いいね'],
+  ])('after %j, which waits for a yes without an offer phrase, %j is left to the model', (assistant, latest) => {
+    expect(classifier.classifyTurns({ latest, previous: 'send the outage notice and clean up after', assistant }).followed).not.toBe('decline');
+  });
+
+  it.each([
     ['ok, warte noch', 'decline'],
     ['nie, jeszcze nie', 'decline'],
     ['oké, dank je wel', 'decline'],
