@@ -39,7 +39,7 @@ export const ContextCuesSchema = z
     thanks: z.array(z.string().min(1)).default([]),
     /**
      * Words of a bare reaction or acknowledgement ("nice one", "ok", "wow", "ура", "了解"): a turn made of
-     * nothing else (thanks and emoji aside) after an assistant turn that offered nothing and asked nothing
+     * nothing else (thanks and emoji aside) after an assistant turn that offered nothing and waits for no yes
      * takes note of what was said or done, and is ANSWER. Default: none.
      */
     reactions: z.array(z.string().min(1)).default([]),
@@ -554,7 +554,7 @@ export function classifyInContext(given: Turns, cues: ContextCues, model: Scorer
   }
   // "teşekkürler, iyi geceler" closes the exchange, and "not right now" turns it down, whatever the turns
   // before it did: an agent must not act on a no because its words look like a request. "nice one" after
-  // an assistant turn that offered nothing and asked nothing takes note of it: there is nothing to go on with.
+  // an assistant turn that offered nothing and waits for no yes takes note of it: there is nothing to go on with.
   const tail = shape.declineTail;
   const declined = tail !== null && (tail === '' || (!DECLINE_OBJECT.test(tail) && classify(tail).triggers.length === 0));
   const reacted = shape.reaction && offer === null && turns.assistant !== null && !awaitsReply(reader.cleaned(offerTail(turns.assistant)), cues);
