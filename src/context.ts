@@ -49,6 +49,12 @@ export const ContextCuesSchema = z
      * reaction after one may be that yes, so it is left to the model. Default: none.
      */
     pending: z.array(z.string().min(1)).default([]),
+    /**
+     * Reactions that take note without saying yes ("wow", "noted", "i see", "haha", "понятно"): a turn of
+     * them closes the exchange even after an offer or a question, since an agent must not act on them.
+     * Default: none.
+     */
+    noncommittal: z.array(z.string().min(1)).default([]),
     /** Words that make an opening a decline only when little else follows ("no", "stop"). */
     declineAlone: z.array(z.string().min(1)),
     /** Phrases with which an assistant offers to act ("want me to", "shall i"); the words after one are the offer. */
@@ -172,6 +178,8 @@ interface LatestShape {
   readonly assent: boolean;
   /** It is reactions and thanks and nothing else: "nice one", "ok cool", "top, merci 🙌". */
   readonly reaction: boolean;
+  /** It is reactions that say no yes, and thanks, and nothing else: "wow", "noted, thanks", "haha 😅". */
+  readonly noncommittal: boolean;
   /**
    * When it only turns down what came before (a decline, maybe after a yes or no, and a few words more:
    * "not right now, maybe later"), the words after the decline ('' for none); else null.
@@ -188,7 +196,8 @@ function shapeOf(cleaned: string, cues: ContextCues): LatestShape {
   const closing = thanks !== '' && onlyCloses(text.slice(thanks.length));
   const assent = short && madeOf(text, cues.assent, cues.thanks, ASSENT_GAP);
   const reaction = short && madeOf(text, cues.reactions, cues.thanks, REACTION_GAP);
-  return { text, words, kind: short ? kindOf(text, words, thanks !== '', cues) : null, closing, assent, reaction, declineTail: short && !assent ? declineTail(text, cues) : null };
+  const noncommittal = short && madeOf(text, cues.noncommittal, cues.thanks, REACTION_GAP);
+  return { text, words, kind: short ? kindOf(text, words, thanks !== '', cues) : null, closing, assent, reaction, noncommittal, declineTail: short && !assent ? declineTail(text, cues) : null };
 }
 
 /** The longest of `phrases` that `text` opens with as whole words (and that `fits`), or ''. */
@@ -547,17 +556,18 @@ export function classifyInContext(given: Turns, cues: ContextCues, model: Scorer
   const { score, top } = model.score(featuresInContext(turns, reading, shape, reader.features(turns.latest)));
   const { kind } = shape;
   // "yes" to "want me to restart it?" asks for what was offered.
-  if (offer !== null && shape.assent) {
+  if (offer !== null && shape.assent && !shape.noncommittal) {
     // An offer whose own words say nothing either way ("lock that too") goes on with the request before it.
     const offered = offer.step === 'default' && previous !== null ? previous : offer;
     return rescored(own, following(offered, 'offer'), score, false, model.id, top);
   }
   // "teşekkürler, iyi geceler" closes the exchange, and "not right now" turns it down, whatever the turns
   // before it did: an agent must not act on a no because its words look like a request. "nice one" after
-  // an assistant turn that offered nothing and waits for no yes takes note of it: there is nothing to go on with.
+  // an assistant turn that offered nothing and waits for no yes takes note of it: there is nothing to go on
+  // with; "wow" or "noted" takes note whatever the turn before asked.
   const tail = shape.declineTail;
   const declined = tail !== null && (tail === '' || (!DECLINE_OBJECT.test(tail) && classify(tail).triggers.length === 0));
-  const reacted = shape.reaction && offer === null && turns.assistant !== null && !awaitsReply(reader.cleaned(offerTail(turns.assistant)), cues);
+  const reacted = shape.noncommittal || (shape.reaction && offer === null && turns.assistant !== null && !awaitsReply(reader.cleaned(offerTail(turns.assistant)), cues));
   if ((shape.closing || declined || reacted) && own.step !== 'question' && (declined || own.triggers.length === 0)) {
     return rescored(own, { mode: 'ANSWER', trivial: false, confidence: 'NONE', step: 'context', debate: noDebate(), followed: 'decline' }, score, false, model.id, top);
   }

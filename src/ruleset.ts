@@ -180,6 +180,7 @@ function cleanedCues(cues: ContextCues): ContextCues {
     thanks: clean(cues.thanks),
     reactions: clean(cues.reactions),
     pending: clean(cues.pending),
+    noncommittal: clean(cues.noncommittal),
     declineAlone: clean(cues.declineAlone),
     offers: clean(cues.offers),
     ellipsis: clean(cues.ellipsis),

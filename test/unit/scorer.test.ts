@@ -293,6 +293,18 @@ describe('the conversation as context', () => {
   });
 
   it.each([
+    ['wow', 'ANSWER'],
+    ['noted, thanks', 'ANSWER'],
+    ['haha 😅', 'ANSWER'],
+    ['понятно', 'ANSWER'],
+    ['yes', 'ACTION'],
+    ['perfect', 'ACTION'],
+  ])('to "Want me to renew it now?", %j is %s: a reaction that says no yes is no consent', (latest, mode) => {
+    const turns = { latest, previous: 'is my domain ok?', assistant: 'Your TLS certificate expires in 3 days. Want me to renew it now?' };
+    expect(classifier.classifyTurns(turns).mode).toBe(mode);
+  });
+
+  it.each([
     ['ok, warte noch', 'decline'],
     ['nie, jeszcze nie', 'decline'],
     ['oké, dank je wel', 'decline'],
