@@ -293,18 +293,6 @@ describe('the conversation as context', () => {
   });
 
   it.each([
-    ['wow', 'ANSWER'],
-    ['noted, thanks', 'ANSWER'],
-    ['haha 😅', 'ANSWER'],
-    ['понятно', 'ANSWER'],
-    ['yes', 'ACTION'],
-    ['perfect', 'ACTION'],
-  ])('to "Want me to renew it now?", %j is %s: a reaction that says no yes is no consent', (latest, mode) => {
-    const turns = { latest, previous: 'is my domain ok?', assistant: 'Your TLS certificate expires in 3 days. Want me to renew it now?' };
-    expect(classifier.classifyTurns(turns).mode).toBe(mode);
-  });
-
-  it.each([
     ['ok, warte noch', 'decline'],
     ['nie, jeszcze nie', 'decline'],
     ['oké, dank je wel', 'decline'],
@@ -341,6 +329,13 @@ describe('the conversation as context', () => {
     ['no, maybe another time', 'ANSWER'],
     // A decline's word with a request after it is that request, for the model to read.
     ['wait, restart the worker first', 'ACTION'],
+    // A reaction that says no yes is no consent; one that says yes is.
+    ['wow', 'ANSWER'],
+    ['noted, thanks', 'ANSWER'],
+    ['haha 😅', 'ANSWER'],
+    ['понятно', 'ANSWER'],
+    ['yes', 'ACTION'],
+    ['perfect', 'ACTION'],
   ])('after an offer to act, %j is %s', (latest, mode) => {
     const turns = { latest, previous: 'the payments worker keeps timing out', assistant: 'Its connection pool is exhausted. Want me to raise the pool size and redeploy it?' };
     expect(classifier.classifyTurns(turns).mode).toBe(mode);
