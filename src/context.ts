@@ -79,6 +79,12 @@ export const ContextCuesSchema = z
     clarify: z.array(z.string().min(1)).default([]),
     /** Words that make such a question ask for something new instead ("else": "what else can I do?"). Default: none. */
     clarifyNot: z.array(z.string().min(1)).default([]),
+    /**
+     * Openings that take back a detail, besides a plain no ("wait", "actually", "oops", "やっぱり"): after
+     * work reported done, such an opening and a detail ("no wait, 6.20", "no, Paris France") ask for the
+     * work again, right. Default: none.
+     */
+    correct: z.array(z.string().min(1)).default([]),
   })
   .strict();
 
@@ -90,6 +96,8 @@ const OFFER_END = /[.?!\n。？！]/u;
 /** What may stand between words of assent: "yes, go ahead!", "ok. do it" (emoji are assent too: 👍). */
 const ASSENT_GAP = /[\s\p{P}]+/gu;
 const WORD_CHAR = /[\p{L}\p{N}']/u;
+/** A question mark: ASCII, full-width or Arabic. */
+const QUESTION_MARK = /[?？؟]/u;
 /** Characters at the end of an assistant turn searched for an offer. */
 const OFFER_TAIL = 1000;
 
@@ -277,6 +285,40 @@ const DECLINE_OBJECT = /^(?:it|that|this|them|those|these|the|my|our|all|everyth
 /** Most words after a decline that still only turn down what came before: "not right now, maybe tomorrow". */
 const DECLINE_TAIL_WORDS = 3;
 
+/** Most words after the openings of a correction: "no, one 2 litre bottle of whole milk". */
+const CORRECTION_WORDS = 8;
+/** Shortest word two turns share that counts as naming the same thing (shorter ones are mostly function words). */
+const SHARED_WORD = 4;
+const FUNCTION_WORDS = new Set(['that', 'this', 'with', 'from', 'have', 'will', 'your', 'what', 'when', 'just', 'then', 'them', 'they', 'were', 'been', 'only', 'also', 'there', 'their', 'about', 'into', 'some', 'more', 'here']);
+const WORD_SPLIT = /[^\p{L}\p{N}]+/u;
+const DIGIT = /\p{N}/u;
+
+/**
+ * Whether a short turn (cleaned) corrects a detail of work the assistant (its turn cleaned) reported done
+ * and asks nothing about: after a no or a `cues.correct` opening (a reaction such as "lol" may stand
+ * among them), words that neither decline, thank nor agree, and that name the kind of thing the report
+ * named: a number where it gave one, or one of its words. "no, that's fine" and "wait, hold off" correct
+ * nothing, and a turn with a question mark asks or marvels ("wait, 50 minutes??").
+ */
+function correctsReport(latest: string, assistant: string, cues: ContextCues): boolean {
+  if (QUESTION_MARK.test(latest) || awaitsReply(assistant, cues)) return false;
+  let rest = withoutTrailing(latest);
+  let opened = false;
+  for (;;) {
+    const opening = longestOpening(rest, cues.declineAlone) || longestOpening(rest, cues.correct);
+    // The longer reading wins: "no way" is surprise, not a no.
+    const aside = longestOpening(rest, cues.noncommittal);
+    if (opening === '' && aside === '') break;
+    opened ||= opening.length > aside.length;
+    rest = rest.slice(Math.max(opening.length, aside.length)).replace(LEADING_GAP, '');
+  }
+  if (!opened || rest === '' || wordCount(rest) > CORRECTION_WORDS) return false;
+  if ([cues.decline, cues.thanks, cues.assent, cues.reactions, cues.noncommittal].some((phrases) => longestOpening(rest, phrases) !== '')) return false;
+  if (DIGIT.test(rest) && DIGIT.test(assistant)) return true;
+  const reported = new Set(assistant.split(WORD_SPLIT).filter((word) => word.length >= SHARED_WORD && !FUNCTION_WORDS.has(word)));
+  return rest.split(WORD_SPLIT).some((word) => reported.has(word));
+}
+
 /**
  * The words after the decline `text` (cleaned, trailing punctuation dropped) opens with, after a yes, ok
  * or no, when at most DECLINE_TAIL_WORDS follow; null when it opens with none or says more. The caller
@@ -460,7 +502,7 @@ const ASKING_TAIL = 200;
  * phrase of `cues.pending`.
  */
 function awaitsReply(assistant: string, cues: ContextCues): boolean {
-  if (/[?？؟]/u.test(assistant.slice(-ASKING_TAIL))) return true;
+  if (QUESTION_MARK.test(assistant.slice(-ASKING_TAIL))) return true;
   return cues.pending.length > 0 && lastOccurrences(assistant, cues.pending).some((at, index) => {
     if (at === -1) return false;
     const phrase = cues.pending[index] as string;
@@ -565,6 +607,12 @@ export function classifyInContext(given: Turns, cues: ContextCues, model: Scorer
   // before it did: an agent must not act on a no because its words look like a request. "nice one" after
   // an assistant turn that offered nothing and waits for no yes takes note of it: there is nothing to go on
   // with; "wow" or "noted" takes note whatever the turn before asked.
+  // "no, Paris France" after "Tomorrow in Paris, Texas: 28 °C" asks for the look-up again, right: it takes
+  // the route of the request before, where a decline or a reaction would close the exchange.
+  if (offer === null && previous?.mode === 'ACTION' && own.step !== 'question' && turns.assistant !== null
+    && correctsReport(reader.cleaned(turns.latest), reader.cleaned(offerTail(turns.assistant)), cues)) {
+    return rescored(own, following(previous, 'previous'), score, false, model.id, top);
+  }
   const tail = shape.declineTail;
   const declined = tail !== null && (tail === '' || (!DECLINE_OBJECT.test(tail) && classify(tail).triggers.length === 0));
   const reacted = shape.noncommittal || (shape.reaction && offer === null && turns.assistant !== null && !awaitsReply(reader.cleaned(offerTail(turns.assistant)), cues));

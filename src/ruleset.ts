@@ -187,5 +187,6 @@ function cleanedCues(cues: ContextCues): ContextCues {
     assent: clean(cues.assent),
     clarify: clean(cues.clarify),
     clarifyNot: clean(cues.clarifyNot),
+    correct: clean(cues.correct),
   };
 }

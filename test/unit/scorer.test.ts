@@ -253,12 +253,18 @@ describe('the conversation as context', () => {
   });
 
   it.each([
-    ['Teşekkürler, iyi geceler 🌙', "Yarın sabah 7'ye alarm kur", 'Yarın sabah 07:00 için alarm kuruldu.'],
-    ["vielen Dank, das war's", 'Stell einen Timer auf 10 Minuten', 'Timer für 10 Minuten gestartet.'],
-    ['고마워요, 덕분에 살았어요', '어제 배포 롤백했어?', '네, 어제 21:40에 롤백했습니다.'],
-  ])('thanks that ask nothing more close the exchange: %j is ANSWER', (latest, previous, assistant) => {
+    // Thanks that ask nothing more close the exchange.
+    ['Teşekkürler, iyi geceler 🌙', "Yarın sabah 7'ye alarm kur", 'Yarın sabah 07:00 için alarm kuruldu.', 'ANSWER', 'decline'],
+    ["vielen Dank, das war's", 'Stell einen Timer auf 10 Minuten', 'Timer für 10 Minuten gestartet.', 'ANSWER', 'decline'],
+    ['고마워요, 덕분에 살았어요', '어제 배포 롤백했어?', '네, 어제 21:40에 롤백했습니다.', 'ANSWER', 'decline'],
+    // A correction asks for the work again, right.
+    ['no wait, 20', 'set a timer for 40 minutes', 'Timer set for 40 minutes; it goes off at 14:25.', 'ACTION', 'previous'],
+    ['no, Portland Maine', 'weather in portland tomorrow?', 'Tomorrow in Portland, Oregon: 14 °C with light rain until noon.', 'ACTION', 'previous'],
+    ['lol no, the other Priya', 'text Priya that I am running late', 'Sent to Priya Shah: "Running 10 minutes late, sorry!"', 'ACTION', 'previous'],
+    ['やっぱり8時半にして', '明日の朝8時にアラームをセットして', '明日の午前8時にアラームをセットしました。', 'ACTION', 'previous'],
+  ])('after work reported done, %j (to %j, %j) is %s, followed: %s', (latest, previous, assistant, mode, followed) => {
     expect(classifier.classify(previous).mode).toBe('ACTION');
-    expect(classifier.classifyTurns({ latest, previous, assistant })).toMatchObject({ mode: 'ANSWER', step: 'context', followed: 'decline', unsure: false });
+    expect(classifier.classifyTurns({ latest, previous, assistant })).toMatchObject({ mode, step: 'context', followed, unsure: false });
   });
 
   it.each([
@@ -270,6 +276,19 @@ describe('the conversation as context', () => {
     const turns = { latest, previous: 'move my 3pm with Dana to thursday', assistant };
     expect(classifier.classify(turns.previous).mode).toBe('ACTION');
     expect(classifier.classifyTurns(turns)).toMatchObject({ mode: 'ANSWER', step: 'context', followed: 'decline', unsure: false });
+  });
+
+  it.each([
+    // A no that closes, holds or is surprise corrects nothing; nor does a question about the report.
+    ["no, that's fine", 'Timer set for 40 minutes; it goes off at 14:25.'],
+    ['wait, hold off', 'Timer set for 40 minutes; it goes off at 14:25.'],
+    ['no way, 40 minutes already?', 'Timer set for 40 minutes; it goes off at 14:25.'],
+    ['wait, 20 minutes left??', 'Timer set for 40 minutes; it goes off at 14:25.'],
+    ['sorry, what time does it go off?', 'Timer set for 40 minutes; it goes off at 14:25.'],
+    // Where the assistant asks, the reply is left to the other readings.
+    ['no, 20', 'Timer set for 40 minutes. Want a second one for the rice?'],
+  ])('%j after %j is no correction of the work', (latest, assistant) => {
+    expect(classifier.classifyTurns({ latest, previous: 'set a timer for 40 minutes', assistant }).followed).not.toBe('previous');
   });
 
   it('a reaction is no closing where the assistant offered to act or asked: "ok" to an offer takes it up', () => {
