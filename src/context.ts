@@ -81,7 +81,7 @@ export const ContextCuesSchema = z
     clarifyNot: z.array(z.string().min(1)).default([]),
     /**
      * Openings that take back a detail, besides a plain no ("wait", "actually", "oops", "やっぱり"): after
-     * work reported done, such an opening and a detail ("no wait, 6.20", "no, Paris France") ask for the
+     * work reported done, such an opening and a detail ("no wait, 20", "no, Portland Maine") ask for the
      * work again, right. Default: none.
      */
     correct: z.array(z.string().min(1)).default([]),
@@ -285,7 +285,7 @@ const DECLINE_OBJECT = /^(?:it|that|this|them|those|these|the|my|our|all|everyth
 /** Most words after a decline that still only turn down what came before: "not right now, maybe tomorrow". */
 const DECLINE_TAIL_WORDS = 3;
 
-/** Most words after the openings of a correction: "no, one 2 litre bottle of whole milk". */
+/** Most words after the openings of a correction: "no, two of the large oat milks instead". */
 const CORRECTION_WORDS = 8;
 /** Shortest word two turns share that counts as naming the same thing (shorter ones are mostly function words). */
 const SHARED_WORD = 4;
@@ -603,16 +603,16 @@ export function classifyInContext(given: Turns, cues: ContextCues, model: Scorer
     const offered = offer.step === 'default' && previous !== null ? previous : offer;
     return rescored(own, following(offered, 'offer'), score, false, model.id, top);
   }
-  // "teşekkürler, iyi geceler" closes the exchange, and "not right now" turns it down, whatever the turns
-  // before it did: an agent must not act on a no because its words look like a request. "nice one" after
-  // an assistant turn that offered nothing and waits for no yes takes note of it: there is nothing to go on
-  // with; "wow" or "noted" takes note whatever the turn before asked.
-  // "no, Paris France" after "Tomorrow in Paris, Texas: 28 °C" asks for the look-up again, right: it takes
-  // the route of the request before, where a decline or a reaction would close the exchange.
+  // "no, Portland Maine" after "Tomorrow in Portland, Oregon: 14 °C" asks for the look-up again, right: it
+  // takes the route of the request before, where a decline or a reaction would close the exchange.
   if (offer === null && previous?.mode === 'ACTION' && own.step !== 'question' && turns.assistant !== null
     && correctsReport(reader.cleaned(turns.latest), reader.cleaned(offerTail(turns.assistant)), cues)) {
     return rescored(own, following(previous, 'previous'), score, false, model.id, top);
   }
+  // "teşekkürler, iyi geceler" closes the exchange, and "not right now" turns it down, whatever the turns
+  // before it did: an agent must not act on a no because its words look like a request. "nice one" after
+  // an assistant turn that offered nothing and waits for no yes takes note of it: there is nothing to go on
+  // with; "wow" or "noted" takes note whatever the turn before asked.
   const tail = shape.declineTail;
   const declined = tail !== null && (tail === '' || (!DECLINE_OBJECT.test(tail) && classify(tail).triggers.length === 0));
   const reacted = shape.noncommittal || (shape.reaction && offer === null && turns.assistant !== null && !awaitsReply(reader.cleaned(offerTail(turns.assistant)), cues));
