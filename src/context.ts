@@ -597,6 +597,9 @@ export function classifyInContext(given: Turns, cues: ContextCues, model: Scorer
   const shape = shapeOf(reader.cleaned(turns.latest), cues);
   const { score, top } = model.score(featuresInContext(turns, reading, shape, reader.features(turns.latest)));
   const { kind } = shape;
+  // The end of the assistant's turn, cleaned, as the checks below read it: made once, when one needs it.
+  let cleanedTail: string | undefined;
+  const assistantTail = (assistant: string): string => (cleanedTail ??= reader.cleaned(offerTail(assistant)));
   // "yes" to "want me to restart it?" asks for what was offered.
   if (offer !== null && shape.assent && !shape.noncommittal) {
     // An offer whose own words say nothing either way ("lock that too") goes on with the request before it.
@@ -606,7 +609,7 @@ export function classifyInContext(given: Turns, cues: ContextCues, model: Scorer
   // "no, Portland Maine" after "Tomorrow in Portland, Oregon: 14 °C" asks for the look-up again, right: it
   // takes the route of the request before, where a decline or a reaction would close the exchange.
   if (offer === null && previous?.mode === 'ACTION' && own.step !== 'question' && turns.assistant !== null
-    && correctsReport(reader.cleaned(turns.latest), reader.cleaned(offerTail(turns.assistant)), cues)) {
+    && correctsReport(reader.cleaned(turns.latest), assistantTail(turns.assistant), cues)) {
     return rescored(own, following(previous, 'previous'), score, false, model.id, top);
   }
   // "teşekkürler, iyi geceler" closes the exchange, and "not right now" turns it down, whatever the turns
@@ -615,7 +618,7 @@ export function classifyInContext(given: Turns, cues: ContextCues, model: Scorer
   // with; "wow" or "noted" takes note whatever the turn before asked.
   const tail = shape.declineTail;
   const declined = tail !== null && (tail === '' || (!DECLINE_OBJECT.test(tail) && classify(tail).triggers.length === 0));
-  const reacted = shape.noncommittal || (shape.reaction && offer === null && turns.assistant !== null && !awaitsReply(reader.cleaned(offerTail(turns.assistant)), cues));
+  const reacted = shape.noncommittal || (shape.reaction && offer === null && turns.assistant !== null && !awaitsReply(assistantTail(turns.assistant), cues));
   if ((shape.closing || declined || reacted) && own.step !== 'question' && (declined || own.triggers.length === 0)) {
     return rescored(own, { mode: 'ANSWER', trivial: false, confidence: 'NONE', step: 'context', debate: noDebate(), followed: 'decline' }, score, false, model.id, top);
   }
@@ -632,7 +635,7 @@ export function classifyInContext(given: Turns, cues: ContextCues, model: Scorer
   // the assignment about?") leaves the turn to the model.
   const pending = offer !== null && (offer.step !== 'default' || previous === null) ? offer : previous;
   if (pending?.mode === 'ACTION' && kind === null && own.triggers.length === 0 && own.step !== 'question'
-    && shape.words <= DETAIL_WORDS && turns.assistant !== null && asksForDetail(reader.cleaned(offerTail(turns.assistant)), cues)) {
+    && shape.words <= DETAIL_WORDS && turns.assistant !== null && asksForDetail(assistantTail(turns.assistant), cues)) {
     return rescored(own, following(pending, pending === offer ? 'offer' : 'previous'), score, false, model.id, top);
   }
   const mode = score >= model.threshold ? 'ACTION' : 'ANSWER';
