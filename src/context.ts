@@ -85,6 +85,18 @@ export const ContextCuesSchema = z
      * work again, right. Default: none.
      */
     correct: z.array(z.string().min(1)).default([]),
+    /**
+     * Openings with which a turn says what the user will do or why ("i'll", "i need to", "let me", "je
+     * vais", "ich muss"): after a decline they give its reason ("not yet, I want to run it by the team
+     * first"), and the turn only turns down what came before, whatever its words look like. Default: none.
+     */
+    ownReason: z.array(z.string().min(1)).default([]),
+    /**
+     * Words that make a question ask what is usual or true in general ("usually", "in general", "di
+     * solito", "一般的に"): after work done, such a question asks for knowledge the work brought up, not
+     * for more of the work. Default: none.
+     */
+    general: z.array(z.string().min(1)).default([]),
   })
   .strict();
 
@@ -319,6 +331,77 @@ function correctsReport(latest: string, assistant: string, cues: ContextCues): b
   return rest.split(WORD_SPLIT).some((word) => reported.has(word));
 }
 
+/** Where a turn's clauses part: punctuation, a spaced dash, "because". */
+const CLAUSE_BREAK = /\s*(?:[,.;:!…，、。；：！]+|\s[-–—]+|\s(?:because|since|cause|coz)(?=\s))\s*/u;
+/** Words that address the assistant: a clause with one asks it for something ("I need you to…"). */
+const ADDRESSED = /(?:^|\s)(?:you|u|ya|your)(?:\s|$)/;
+/** Most words of a turn read as a decline with the user's own reason. */
+const REASONED_DECLINE_WORDS = 30;
+
+/**
+ * Whether `text` (cleaned, trailing punctuation dropped) opens with a decline and says beside it only what
+ * the user will do or why: "not yet, I want to run it by the team first", "never mind the reminder, I'll
+ * remember it myself". Its words may look like a request ("run it"); they are the user's plan, not work
+ * for the assistant. A clause that asks ("remind me at 4"), addresses the assistant ("I need you to…")
+ * or corrects ("I meant the 5:45") is none of that, and a question mark asks. `declines` tells a clause
+ * that only turns something down.
+ */
+function declinesWithOwnReason(text: string, cues: ContextCues, declines: (clause: string) => boolean): boolean {
+  if (cues.ownReason.length === 0 || QUESTION_MARK.test(text) || wordCount(text) > REASONED_DECLINE_WORDS) return false;
+  const [first, ...rest] = text.split(CLAUSE_BREAK).filter((clause) => clause !== '');
+  if (first === undefined || rest.length === 0 || !declines(first)) return false;
+  let reasoned = false;
+  for (const clause of rest) {
+    if (declines(clause)) continue;
+    if (longestOpening(clause, cues.ownReason) === '' || longestOpening(clause, cues.correct) !== '' || ADDRESSED.test(clause)) return false;
+    reasoned = true;
+  }
+  return reasoned;
+}
+
+/** A sentence that ends with a question mark. */
+const QUESTION_SENTENCE = /[^.!?？؟。！\n]*[?？؟]+/gu;
+/** The user's own habits ("what do I usually pay", "our usual"): a question about them asks for the user's data. */
+const OWN_BEFORE = /(?:^|\s)(?:i|we|my|our|me|us|i'm|we're)(?:\s+\S+){0,2}\s*$/;
+
+/**
+ * Whether `text` (cleaned) asks, in a sentence that ends with a question mark, what is usual or true in
+ * general ("why would a resolver still serve the old record, usually?", "一般的にDBサーバーで87%ってまずいの？"),
+ * and says nothing outside its questions that `standsAlone` finds a request in. A question about the
+ * user's own habits ("what do we usually spend on fuel?") asks for the user's data, and is not that.
+ */
+function asksInGeneral(text: string, cues: ContextCues, standsAlone: (rest: string) => boolean): boolean {
+  if (cues.general.length === 0 || !QUESTION_MARK.test(text)) return false;
+  let general = false;
+  for (const [question] of text.matchAll(QUESTION_SENTENCE)) {
+    general ||= cues.general.some((cue) => {
+      const at = wordAt(question, cue);
+      return at !== -1 && !OWN_BEFORE.test(question.slice(0, at));
+    });
+  }
+  return general && standsAlone(text.replace(QUESTION_SENTENCE, ' ').trim());
+}
+
+/** Where `phrase` first stands in `text` as whole words (anywhere, for scripts without spaces), or -1. */
+function wordAt(text: string, phrase: string): number {
+  const spaced = SPACED_SCRIPT.test(phrase.slice(-1));
+  for (let at = text.indexOf(phrase); at !== -1; at = text.indexOf(phrase, at + 1)) {
+    if (!spaced) return at;
+    const before = at === 0 ? '' : text.charAt(at - 1);
+    if (!WORD_CHAR.test(before) && !WORD_CHAR.test(text.charAt(at + phrase.length))) return at;
+  }
+  return -1;
+}
+
+/** Whether `clause` is nothing but words that decline when alone: "no", "nah no". */
+function onlyNo(clause: string, cues: ContextCues): boolean {
+  let rest = clause;
+  for (let opening = longestOpening(rest, cues.declineAlone); opening !== ''; opening = longestOpening(rest, cues.declineAlone)) {
+    rest = rest.slice(opening.length).replace(LEADING_GAP, '');
+  }
+  return rest === '' && rest !== clause;
+}
+
 /**
  * The words after the decline `text` (cleaned, trailing punctuation dropped) opens with, after a yes, ok
  * or no, when at most DECLINE_TAIL_WORDS follow; null when it opens with none or says more. The caller
@@ -396,6 +479,8 @@ function kindOf(text: string, words: number, thanks: boolean, cues: ContextCues)
 }
 
 const noDebate = (): Decision['debate'] => ({ verdict: 'NONE', stakes: 'none', reasons: [], bypass: null });
+/** The route of a turn that does not go on with the work before it. */
+const notGoingOn = (): Route => ({ mode: 'ANSWER', trivial: false, confidence: 'NONE', step: 'context', debate: noDebate(), followed: 'decline' });
 
 /**
  * A turn's own score from which (or, for an ANSWER, 1 minus which) an unsure reading of the conversation
@@ -615,12 +700,23 @@ export function classifyInContext(given: Turns, cues: ContextCues, model: Scorer
   // "teşekkürler, iyi geceler" closes the exchange, and "not right now" turns it down, whatever the turns
   // before it did: an agent must not act on a no because its words look like a request. "nice one" after
   // an assistant turn that offered nothing and waits for no yes takes note of it: there is nothing to go on
-  // with; "wow" or "noted" takes note whatever the turn before asked.
-  const tail = shape.declineTail;
-  const declined = tail !== null && (tail === '' || (!DECLINE_OBJECT.test(tail) && classify(tail).triggers.length === 0));
+  // with; "wow" or "noted" takes note whatever the turn before asked. "not yet, I'll ask the team first"
+  // turns it down too: the words after the no are the user's own plan. Within one clause they are not:
+  // "forget that I'm learning Rust" asks to forget.
+  const onlyDeclines = (tail: string | null) => tail !== null && (tail === '' || (!DECLINE_OBJECT.test(tail) && classify(tail).triggers.length === 0));
+  const declinesClause = (clause: string) => {
+    const tail = declineTail(clause, cues);
+    return onlyNo(clause, cues) || (tail !== null && longestOpening(tail, cues.ownReason) === '' && onlyDeclines(tail));
+  };
+  const declined = onlyDeclines(shape.declineTail) || (!shape.assent && declinesWithOwnReason(shape.text, cues, declinesClause));
   const reacted = shape.noncommittal || (shape.reaction && offer === null && turns.assistant !== null && !awaitsReply(assistantTail(turns.assistant), cues));
   if ((shape.closing || declined || reacted) && own.step !== 'question' && (declined || own.triggers.length === 0)) {
-    return rescored(own, { mode: 'ANSWER', trivial: false, confidence: 'NONE', step: 'context', debate: noDebate(), followed: 'decline' }, score, false, model.id, top);
+    return rescored(own, notGoingOn(), score, false, model.id, top);
+  }
+  // "why would google still serve the old record, usually?" after a DNS check asks what the check
+  // brought up, not for more of it.
+  if (asksInGeneral(reader.cleaned(given.latest), cues, (rest) => rest === '' || classify(rest).mode === 'ANSWER')) {
+    return rescored(own, notGoingOn(), score, false, model.id, top);
   }
   // "and tomorrow?" after a look-up asks for it again; "what about blueberries?" after an answer asks
   // again too. A question of its own after the opening ("and why?") or a trigger of its own is not that.

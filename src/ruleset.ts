@@ -170,23 +170,10 @@ export function compileRuleSet(data: unknown, engine: RegexEngine): CompiledRule
   };
 }
 
-/** Every phrase list of the context cues in the form turns are read in (cleanText: lower case, marks dropped). */
+/**
+ * Every phrase list of the context cues in the form turns are read in (cleanText: lower case, marks
+ * dropped). Every list is cleaned, so a list added to the schema cannot be missed here.
+ */
 function cleanedCues(cues: ContextCues): ContextCues {
-  const clean = (phrases: readonly string[]) => phrases.map(cleanText);
-  return {
-    ...cues,
-    follow: clean(cues.follow),
-    decline: clean(cues.decline),
-    thanks: clean(cues.thanks),
-    reactions: clean(cues.reactions),
-    pending: clean(cues.pending),
-    noncommittal: clean(cues.noncommittal),
-    declineAlone: clean(cues.declineAlone),
-    offers: clean(cues.offers),
-    ellipsis: clean(cues.ellipsis),
-    assent: clean(cues.assent),
-    clarify: clean(cues.clarify),
-    clarifyNot: clean(cues.clarifyNot),
-    correct: clean(cues.correct),
-  };
+  return Object.fromEntries(Object.entries(cues).map(([key, value]) => [key, Array.isArray(value) ? value.map(cleanText) : value])) as ContextCues;
 }

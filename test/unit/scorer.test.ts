@@ -129,6 +129,12 @@ describe('the conversation as context', () => {
   const cues = compileRuleSet(defaultRuleSet, ENGINES.re2js).context;
   if (cues === null) throw new Error('the shipped rules carry context cues');
 
+  it('every phrase list of the cues is read in the form turns are cleaned to', () => {
+    const cleaned = compileRuleSet({ ...defaultRuleSet, context: { ...defaultRuleSet.context, ownReason: ['Мені треба'], general: ['ÜBLICHERWEISE'] } } as typeof defaultRuleSet, ENGINES.re2js).context;
+    expect(cleaned?.ownReason).toEqual(['мені треба'.normalize('NFD').replace(/\p{M}/gu, '')]);
+    expect(cleaned?.general).toEqual(['ublicherweise']);
+  });
+
   it.each(['Which report do you mean?', '**Which report do you mean?**', '_Which report do you mean?_', '"Which report do you mean?"', 'Which report do you mean? 🙂'])(
     'a short answer to a question for a detail follows the request it completes, however the question is dressed: %j',
     (assistant) => {
@@ -265,6 +271,31 @@ describe('the conversation as context', () => {
   ])('after work reported done, %j (to %j, %j) is %s, followed: %s', (latest, previous, assistant, mode, followed) => {
     expect(classifier.classify(previous).mode).toBe('ACTION');
     expect(classifier.classifyTurns({ latest, previous, assistant })).toMatchObject({ mode, step: 'context', followed, unsure: false });
+  });
+
+  const offered = { previous: 'the api pods are leaking memory again', assistant: 'Memory on the api pods grows about 40 MB an hour. Want me to restart them now?' };
+  const reported = { previous: 'how full is the disk on the build server', assistant: 'The root volume on build-02 is at 91%: 38 GB of Docker layers and 12 GB of old workspaces.' };
+  it.each([
+    // A decline with the user's own reason or plan turns down the offer.
+    ['hold off, I want to run the migration on staging first', 'ANSWER', 'decline', offered],
+    ["not yet, I'll restart them myself after the deploy", 'ANSWER', 'decline', offered],
+    ["no. we need to test the rollback first, I'll ping the channel when ready", 'ANSWER', 'decline', offered],
+    ['nah, let me check the heap dump first', 'ANSWER', 'decline', offered],
+    ['nein, ich mache das morgen selbst', 'ANSWER', 'decline', offered],
+    // A clause that addresses the assistant or corrects gives no reason of the user's own.
+    ['wait, I need you to restart the api pods first', 'ACTION', null, offered],
+    ['no, I meant the worker pods', 'ACTION', null, offered],
+    // A question about what is usual, after work reported done, asks for knowledge.
+    ['what fill level do people generally treat as the danger zone on a CI box?', 'ANSWER', 'decline', reported],
+    ['does docker usually clean up old layers on its own?', 'ANSWER', 'decline', reported],
+    ['一般的にCIサーバーのディスクは何%で危ないの？', 'ANSWER', 'decline', reported],
+    // The user's own habits are the user's data; a request beside the question is a request.
+    ['how much do we usually free up when we prune it?', 'ACTION', null, reported],
+    ['is pruning usually safe? if so, delete the old workspaces', 'ACTION', null, reported],
+  ] as const)('%j, said to what came before, is %s', (latest, mode, followed, before) => {
+    const decision = classifier.classifyTurns({ latest, ...before });
+    expect(decision.mode).toBe(mode);
+    if (followed !== null) expect(decision).toMatchObject({ step: 'context', followed });
   });
 
   it.each([
