@@ -331,6 +331,15 @@ function correctsReport(latest: string, assistant: string, cues: ContextCues): b
   return rest.split(WORD_SPLIT).some((word) => reported.has(word));
 }
 
+const openings = new WeakMap<readonly string[], RegExp>();
+
+/** Whether `text` starts with one of `phrases`, whole words or not: a quick test before reading it closely. */
+function opensWithOneOf(text: string, phrases: readonly string[]): boolean {
+  let opening = openings.get(phrases);
+  if (opening === undefined) openings.set(phrases, (opening = new RegExp(`^(?:${phrases.map(escapeRegex).join('|')})`)));
+  return opening.test(text);
+}
+
 /** Where a turn's clauses part: punctuation, a spaced dash, "because". */
 const CLAUSE_BREAK = /\s*(?:[,.;:!…，、。；：！]+|\s[-–—]+|\s(?:because|since|cause|coz)(?=\s))\s*/u;
 /** Words that address the assistant: a clause with one asks it for something ("I need you to…"). */
@@ -348,6 +357,8 @@ const REASONED_DECLINE_WORDS = 30;
  */
 function declinesWithOwnReason(text: string, cues: ContextCues, declines: (clause: string) => boolean): boolean {
   if (cues.ownReason.length === 0 || QUESTION_MARK.test(text) || wordCount(text) > REASONED_DECLINE_WORDS) return false;
+  // Most turns open with no decline, nor with the yes, ok or no one may follow: one test each says so.
+  if (![cues.decline, cues.declineAlone, cues.assent].some((phrases) => opensWithOneOf(text, phrases))) return false;
   const [first, ...rest] = text.split(CLAUSE_BREAK).filter((clause) => clause !== '');
   if (first === undefined || rest.length === 0 || !declines(first)) return false;
   let reasoned = false;
@@ -361,6 +372,8 @@ function declinesWithOwnReason(text: string, cues: ContextCues, declines: (claus
 
 /** A sentence that ends with a question mark. */
 const QUESTION_SENTENCE = /[^.!?？؟。！\n]*[?？؟]+/gu;
+/** Where a sentence ends. */
+const SENTENCE_END = /[.!?？؟。！\n]/u;
 /** The user's own habits ("what do I usually pay", "our usual"): a question about them asks for the user's data. */
 const OWN_BEFORE = /(?:^|\s)(?:i|we|my|our|me|us|i'm|we're)(?:\s+\S+){0,2}\s*$/;
 
@@ -372,25 +385,15 @@ const OWN_BEFORE = /(?:^|\s)(?:i|we|my|our|me|us|i'm|we're)(?:\s+\S+){0,2}\s*$/;
  */
 function asksInGeneral(text: string, cues: ContextCues, standsAlone: (rest: string) => boolean): boolean {
   if (cues.general.length === 0 || !QUESTION_MARK.test(text)) return false;
-  let general = false;
-  for (const [question] of text.matchAll(QUESTION_SENTENCE)) {
-    general ||= cues.general.some((cue) => {
-      const at = wordAt(question, cue);
-      return at !== -1 && !OWN_BEFORE.test(question.slice(0, at));
-    });
-  }
+  const general = lastOccurrences(text, cues.general).some((at, index) => {
+    if (at === -1 || !standsAsWords(text, at, cues.general[index] as string)) return false;
+    const end = text.slice(at).search(SENTENCE_END);
+    if (end === -1 || !QUESTION_MARK.test(text.charAt(at + end))) return false;
+    let start = at;
+    while (start > 0 && !SENTENCE_END.test(text.charAt(start - 1))) start -= 1;
+    return !OWN_BEFORE.test(text.slice(start, at));
+  });
   return general && standsAlone(text.replace(QUESTION_SENTENCE, ' ').trim());
-}
-
-/** Where `phrase` first stands in `text` as whole words (anywhere, for scripts without spaces), or -1. */
-function wordAt(text: string, phrase: string): number {
-  const spaced = SPACED_SCRIPT.test(phrase.slice(-1));
-  for (let at = text.indexOf(phrase); at !== -1; at = text.indexOf(phrase, at + 1)) {
-    if (!spaced) return at;
-    const before = at === 0 ? '' : text.charAt(at - 1);
-    if (!WORD_CHAR.test(before) && !WORD_CHAR.test(text.charAt(at + phrase.length))) return at;
-  }
-  return -1;
 }
 
 /** Whether `clause` is nothing but words that decline when alone: "no", "nah no". */
@@ -590,9 +593,13 @@ function awaitsReply(assistant: string, cues: ContextCues): boolean {
   if (QUESTION_MARK.test(assistant.slice(-ASKING_TAIL))) return true;
   return cues.pending.length > 0 && lastOccurrences(assistant, cues.pending).some((at, index) => {
     if (at === -1) return false;
-    const phrase = cues.pending[index] as string;
-    return !SPACED_SCRIPT.test(phrase.charAt(0)) || (!WORD_CHAR.test(assistant.charAt(at - 1)) && !WORD_CHAR.test(assistant.charAt(at + phrase.length)));
+    return standsAsWords(assistant, at, cues.pending[index] as string);
   });
+}
+
+/** Whether `phrase`, found at `at` in `text`, stands there as whole words (anywhere, for scripts without spaces). */
+function standsAsWords(text: string, at: number, phrase: string): boolean {
+  return !SPACED_SCRIPT.test(phrase.charAt(0)) || (!WORD_CHAR.test(text.charAt(at - 1)) && !WORD_CHAR.test(text.charAt(at + phrase.length)));
 }
 
 /** Whether an assistant turn holds content it produced: code, or more than a few lines. */
