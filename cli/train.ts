@@ -1,7 +1,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { afterThanks, compileRuleSet, contextFeatures, createClassifier, createScorer, defaultRuleSet, ENGINES, readContext, trainScorer, type Classifier, type HashedFeatures, type ScorerData, type TrainingExample, type TrainOptions, type Turns } from '../src/index.js';
+import { afterThanks, compileRuleSet, contextFeatures, createClassifier, defaultRuleSet, ENGINES, readContext, trainScorer, type Classifier, type HashedFeatures, type ScorerData, type TrainingFold, type TrainOptions, type Turns } from '../src/index.js';
 import { digest, fnv1a } from '../src/scorer.js';
 import { packageRoot } from '../middleware/files.js';
 import { corpusTurns, readCorpus, sourceFiles, UsageError } from './corpus.js';
@@ -18,8 +18,8 @@ const ManifestSchema = z
     sources: z.array(z.string().min(1)).min(1),
     /** The labelled corpora of the routing contract (test/corpus): always trained on, never in the development split, so their gates check that the models keep the contract. */
     contract: z.array(z.string().min(1)),
-    /** Lines of `sources` whose text hashes into this percentage form the development split (calibration, threshold, band). */
-    devPercent: z.number().int().min(1).max(50),
+    /** Folds the lines of `sources` are cut into by their text's hash: one model is fitted without each fold, the models are averaged, and their margins on the folds they left out calibrate the average and place its threshold and band. */
+    folds: z.number().int().min(2).max(20),
     options: TrainOptionsSchema,
     /** The context model's own settings, over `options`. */
     contextOptions: TrainOptionsSchema.optional(),
@@ -40,19 +40,9 @@ export interface TrainResult {
   readonly context: TrainedModel;
 }
 
-const isDev = (key: string, percent: number): boolean => fnv1a(key) % 100 < percent;
-
-function trained(train: readonly TrainingExample[], dev: readonly TrainingExample[], linesDigest: string, options: TrainOptions): { data: ScorerData; model: TrainedModel } {
-  const data = trainScorer(train, dev, linesDigest, options);
-  const scorer = createScorer(data);
-  let right = 0;
-  let unsure = 0;
-  for (const example of dev) {
-    const { score } = scorer.score(example.features);
-    if ((score >= scorer.threshold) === example.action) right += 1;
-    if (score > scorer.band[0] && score < scorer.band[1]) unsure += 1;
-  }
-  const model = { json: `${JSON.stringify(data, null, 2)}\n`, train: train.length, dev: dev.length, devAccuracy: dev.length ? right / dev.length : 0, devUnsure: dev.length ? unsure / dev.length : 0 };
+function trained(folds: readonly TrainingFold[], linesDigest: string, options: TrainOptions): { data: ScorerData; model: TrainedModel } {
+  const { data, development } = trainScorer(folds, linesDigest, options);
+  const model = { json: `${JSON.stringify(data, null, 2)}\n`, train: data.trainedOn.lines, dev: development.examples, devAccuracy: development.accuracy, devUnsure: development.unsure };
   return { data, model };
 }
 
@@ -92,15 +82,17 @@ export async function trainFromManifest(manifestFile: string, rules: unknown): P
   if (cues === null) throw new UsageError('the rule set has no "context" cues: the context model cannot be trained');
 
   const rulesOnly: Classifier = createClassifier({ rules: ruleSet, scorer: null, context: null });
-  const split = <T extends { action: boolean; contract: boolean }>(items: readonly T[], key: (item: T) => string, features: (item: T) => HashedFeatures) => {
-    const train: TrainingExample[] = [];
-    const dev: TrainingExample[] = [];
-    for (const item of items) (!item.contract && isDev(key(item), manifest.devPercent) ? dev : train).push({ features: features(item), action: item.action });
-    return { train, dev };
+  // The contract is in every fold's training lines and never left out.
+  const split = <T extends { action: boolean; contract: boolean }>(items: readonly T[], key: (item: T) => string, features: (item: T) => HashedFeatures): TrainingFold[] => {
+    const examples = items.map((item) => ({ fold: item.contract ? -1 : fnv1a(key(item)) % manifest.folds, example: { features: features(item), action: item.action } }));
+    return Array.from({ length: manifest.folds }, (_, fold) => ({
+      train: examples.filter((one) => one.fold !== fold).map((one) => one.example),
+      dev: examples.filter((one) => one.fold === fold).map((one) => one.example),
+    }));
   };
   const textSplit = split(texts, (item) => item.text, (item) => rulesOnly.hashedFeatures(item.text));
   const textDigest = digest(texts.map((item) => `${item.action ? 1 : 0}${item.text}`).join('\n'));
-  const scorer = trained(textSplit.train, textSplit.dev, textDigest, manifest.options);
+  const scorer = trained(textSplit, textDigest, manifest.options);
 
   const withScorer = createClassifier({ rules: ruleSet, scorer: scorer.data, context: null });
   const contextSplit = split(conversations, (item) => item.key, ({ turns: given }) => {
@@ -108,12 +100,12 @@ export async function trainFromManifest(manifestFile: string, rules: unknown): P
     return contextFeatures(turns, readContext(turns, cues, withScorer.classify), cues, withScorer.hashedFeatures(turns.latest));
   });
   const contextDigest = digest(conversations.map((item) => `${item.action ? 1 : 0}${item.key}`).join('\n'));
-  const context = trained(contextSplit.train, contextSplit.dev, contextDigest, { ...manifest.options, ...manifest.contextOptions });
+  const context = trained(contextSplit, contextDigest, { ...manifest.options, ...manifest.contextOptions });
   return { scorer: scorer.model, context: context.model };
 }
 
 const describe = (name: string, model: TrainedModel) =>
-  `${name}: ${model.train} examples; development split ${model.dev}: accuracy ${(model.devAccuracy * 100).toFixed(1)}%, unsure ${(model.devUnsure * 100).toFixed(1)}%`;
+  `${name}: ${model.train} examples; left out by the folds ${model.dev}: accuracy ${(model.devAccuracy * 100).toFixed(1)}%, unsure ${(model.devUnsure * 100).toFixed(1)}%`;
 
 /**
  * `task-router train [--check]`: writes config/scorer.json and config/context.json, or checks that the

@@ -5,7 +5,7 @@ export { CACHE_TEXT_LENGTH, createClassifier, DEFAULT_CACHE_ENTRIES, DEFAULT_SCA
 export { afterThanks, contextFeatures, offerIn, readContext, turnsOf, type ContextCues, type ContextReading, type Turns } from './context.js';
 export { createScorer, featureNames, namedFeatures, ScorerDataSchema, ScorerError, type FeatureWeight, type HashedFeatures, type Scorer, type ScorerData } from './scorer.js';
 export type { MessageFeatures } from './features.js';
-export { trainScorer, type TrainingExample, type TrainOptions } from './train.js';
+export { trainScorer, type TrainedScorer, type TrainingExample, type TrainingFold, type TrainOptions } from './train.js';
 export { confidenceOf } from './classify.js';
 export { CATEGORIES, CATEGORY_ROLES, type Category, type Stakes } from './categories.js';
 export { DecisionSchema, TriggerSchema, MODES, CONFIDENCES, STEPS, type Confidence, type Debate, type Decision, type Mode, type Step, type Trigger } from './decision.js';

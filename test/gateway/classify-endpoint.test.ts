@@ -58,7 +58,7 @@ describe('POST /router/classify', () => {
   });
 
   it('settles an unsure decision as the chat route does (routing.onUnsure), and says so', async () => {
-    const candidates = ['tell me about the latest postgres version', 'the build thing from yesterday', 'can you look into the login flow', 'server status', 'what about the invoices'];
+    const candidates = ['tell me about the latest postgres version', 'the build thing from yesterday', 'can you look into the login flow', 'server status', 'what about the invoices', 'my notes', 'the report', 'tell me about the latest node release'];
     const text = candidates.find((candidate) => gateway.runtime.snapshot().classifier.classify(candidate).unsure);
     if (text === undefined) throw new Error('none of the candidate texts is unsure under the shipped weights: add one that is');
     const { json } = await classify({ text });

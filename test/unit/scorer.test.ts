@@ -89,13 +89,36 @@ describe('calibration', () => {
     // Every development example is on the right side of the margin: plain Platt targets (1 and 0) have no
     // minimum there, and Newton steps sent the slope to about 4e10, every score to 0 or 1.
     const examples = Array.from({ length: 40 }, (_, index) => ({ features: namedFeatures([`w:${index % 2 ? 'deploy' : 'poem'}`, `w:n${index}`]), action: index % 2 === 1 }));
-    const data = trainScorer(examples, examples, 'd', { bits: 10, iterations: 200 });
+    const { data } = trainScorer([{ train: examples, dev: examples }], 'd', { bits: 10, iterations: 200 });
     expect(Number.isFinite(data.calibration.a) && Math.abs(data.calibration.a) < 100).toBe(true);
     const scorer = createScorer(data);
     const scores = examples.map((example) => scorer.score(example.features).score);
     expect(Math.max(...scores)).toBeLessThan(0.99);
     expect(Math.min(...scores)).toBeGreaterThan(0.01);
     expect(data.band[1]).toBeGreaterThan(data.band[0]);
+  });
+});
+
+describe('training by folds', () => {
+  const action = (word: string) => ({ features: namedFeatures([`w:${word}`]), action: true });
+  const answer = (word: string) => ({ features: namedFeatures([`w:${word}`]), action: false });
+  const first = [action('deploy'), answer('poem')];
+  const second = [action('restart'), answer('haiku')];
+
+  it('averages a model per fold: what only one fold saw still counts, and the left-out lines are scored', () => {
+    const { data, development } = trainScorer([{ train: first, dev: second }, { train: second, dev: first }], 'd', { bits: 10, iterations: 100, missCost: 1 });
+    const scorer = createScorer(data);
+    for (const example of [...first, ...second]) expect(scorer.score(example.features).score >= 0.5).toBe(example.action);
+    expect(development.examples).toBe(4);
+  });
+
+  it('places the threshold where the costs of the two mistakes meet, whatever the scores', () => {
+    expect(trainScorer([{ train: first, dev: second }], 'd', { bits: 10, iterations: 20, missCost: 1 }).data.threshold).toBe(0.5);
+    expect(trainScorer([{ train: second, dev: first }], 'd', { bits: 10, iterations: 20, missCost: 3 }).data.threshold).toBe(0.25);
+  });
+
+  it('refuses no folds at all', () => {
+    expect(() => trainScorer([], 'd')).toThrow(/at least one fold/);
   });
 });
 
@@ -108,8 +131,8 @@ describe('training is deterministic', () => {
   ];
 
   it('the same examples give the same weights, bit for bit', () => {
-    const a = trainScorer(examples, examples, 'd', { bits: 10, iterations: 50 });
-    const b = trainScorer(examples, examples, 'd', { bits: 10, iterations: 50 });
+    const { data: a } = trainScorer([{ train: examples, dev: examples }], 'd', { bits: 10, iterations: 50 });
+    const { data: b } = trainScorer([{ train: examples, dev: examples }], 'd', { bits: 10, iterations: 50 });
     expect(JSON.stringify(a)).toBe(JSON.stringify(b));
     const scorer = createScorer(a);
     expect(scorer.score(namedFeatures(['w:fix', 'w:tests'])).score).toBeGreaterThan(0.5);
@@ -122,7 +145,7 @@ describe('training is deterministic', () => {
     expect(run.stdout).toMatch(/context\.json: reproduced bit for bit/);
     expect(run.status).toBe(0);
     expect(JSON.parse(readFileSync(join(root, 'config', 'scorer.json'), 'utf8')).id).toBe(shipped.id);
-  });
+  }, 300_000);
 });
 
 describe('the conversation as context', () => {
