@@ -125,6 +125,18 @@ interface HandedOver {
   readonly described: boolean;
 }
 
+const QUOTE_MARKS = `"'${OTHER_SYMBOL}`;
+const SEPARATOR_MARKS = `-:,${OTHER_SYMBOL}`;
+
+/** Whether the text before `at` is one quoted passage, maybe followed by a separator. */
+function quotedUpTo(text: string, at: number): boolean {
+  let end = at;
+  while (end > 0 && (/\s/.test(text[end - 1] as string) || SEPARATOR_MARKS.includes(text[end - 1] as string))) end -= 1;
+  let start = 0;
+  while (start < end && /\s/.test(text[start] as string)) start += 1;
+  return end - start > 2 && QUOTE_MARKS.includes(text[start] as string) && QUOTE_MARKS.includes(text[end - 1] as string);
+}
+
 /**
  * The text an edit hands over ("proofread: '…'", "summarize this:\n…"): from the first colon, line break
  * or opening quote shortly after an edit phrase to the end, or from right after one of `describing`,
@@ -145,6 +157,8 @@ function handedOverIn(text: string, edits: readonly string[], describing: readon
       const start = HANDED_OVER.exec(text.slice(after, after + EDIT_INSTRUCTION_TAIL));
       const line = text.lastIndexOf('\n', at);
       if (start !== null) span = { start: after + start.index, end: text.length, described: false };
+      // The text quoted first, the instruction after it: "'pls send me the deck' – rewrite this so …".
+      else if (quotedUpTo(text, at)) span = { start: 0, end: at, described: false };
       // The instruction on a line of its own after the text: "…\n\nproofread this".
       else if (line > 0 && !text.includes('\n', after) && text.slice(0, line).trim() !== '') span = { start: 0, end: line, described: false };
       else continue;

@@ -509,6 +509,11 @@ describe('ACTION triggers', () => {
     'proofread: "we deploy on friday, weather permitting, then restart the servers"',
     'summarize this in two sentences for my manager:\n\nWe will delete the legacy endpoints and deploy the new search next week.',
     "rewrite this so it sounds calmer: 'who deleted staging AGAIN? pls restore it'",
+    'Summarize: the vendor will restart the billing service overnight and delete expired carts.',
+    'Rewrite as a checklist: stop nginx, back up the database, run the migration, start nginx again.',
+    'TL;DR: ops migrated the queue cluster, deleted the old brokers and restarted every consumer',
+    'translate into german -> please restart your router and delete the old app',
+    '"cancel my 3pm and book the small room instead" — make this sound less bossy',
   ])('the words of text handed over for an edit are the text\'s, not requests: %j', (text) => {
     expect(classify(text)).toMatchObject({ mode: 'ANSWER', triggers: [] });
     expect(withScorer.classify(text).mode).toBe('ANSWER');
@@ -520,6 +525,15 @@ describe('ACTION triggers', () => {
     expect(matches(classify('summarize this: https://example.com/post'))).toContain('https://example.com/post');
     expect(matches(classify('proofread: see src/app.ts before you deploy'))).toContain('src/app.ts');
     expect(matches(classify('restart the queue workers, then summarize this: the failures are in auth'))).toContain('restart');
+  });
+
+  it.each([
+    'rewrite the auth module in rust: it keeps leaking memory',
+    'summarize my notes: the ones from tuesday',
+    'simplify the deploy script: drop the retries and restart the pods once',
+  ])('an edit verb heading something of the user\'s other than text hands nothing over: %j', (text) => {
+    expect(withScorer.classify(text).mode).toBe('ACTION');
+    expect(withScorer.features(text)).not.toContain('handed-over');
   });
 
   it.each([
