@@ -16,7 +16,7 @@ const ManifestSchema = z
   .object({
     /** Labelled files to train on: paths, or `folder/*.jsonl`. Lines with `text` train the scorer, lines with `messages` the context model. */
     sources: z.array(z.string().min(1)).min(1),
-    /** The labelled corpora of the routing contract (test/corpus): always trained on, never in the development split, so their gates check that the models keep the contract. */
+    /** The labelled corpora of the routing contract (test/corpus): in every fold's training lines and never left out, so their gates check that the models keep the contract. */
     contract: z.array(z.string().min(1)),
     /** Folds the lines of `sources` are cut into by their text's hash: one model is fitted without each fold, the models are averaged, and their margins on the folds they left out calibrate the average and place its threshold and band. */
     folds: z.number().int().min(2).max(20),
@@ -82,7 +82,6 @@ export async function trainFromManifest(manifestFile: string, rules: unknown): P
   if (cues === null) throw new UsageError('the rule set has no "context" cues: the context model cannot be trained');
 
   const rulesOnly: Classifier = createClassifier({ rules: ruleSet, scorer: null, context: null });
-  // The contract is in every fold's training lines and never left out.
   const split = <T extends { action: boolean; contract: boolean }>(items: readonly T[], key: (item: T) => string, features: (item: T) => HashedFeatures): TrainingFold[] => {
     const examples = items.map((item) => ({ fold: item.contract ? -1 : fnv1a(key(item)) % manifest.folds, example: { features: features(item), action: item.action } }));
     return Array.from({ length: manifest.folds }, (_, fold) => ({
