@@ -1,7 +1,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { afterThanks, compileRuleSet, contextFeatures, createClassifier, defaultRuleSet, ENGINES, readContext, trainScorer, type Classifier, type HashedFeatures, type ScorerData, type TrainingFold, type TrainOptions, type Turns } from '../src/index.js';
+import { afterThanks, compileRuleSet, contextFeatures, createClassifier, defaultRuleSet, ENGINES, readContext, trainScorer, type Classifier, type HashedFeatures, type ScorerData, type TrainedScorer, type TrainingFold, type TrainOptions, type Turns } from '../src/index.js';
 import { digest, fnv1a } from '../src/scorer.js';
 import { packageRoot } from '../middleware/files.js';
 import { corpusTurns, readCorpus, sourceFiles, UsageError } from './corpus.js';
@@ -28,10 +28,8 @@ const ManifestSchema = z
 
 export interface TrainedModel {
   readonly json: string;
-  readonly train: number;
-  readonly dev: number;
-  readonly devAccuracy: number;
-  readonly devUnsure: number;
+  readonly lines: number;
+  readonly development: TrainedScorer['development'];
 }
 
 /** Both models: the scorer (messages on their own) and the context model (conversations). */
@@ -42,8 +40,7 @@ export interface TrainResult {
 
 function trained(folds: readonly TrainingFold[], linesDigest: string, options: TrainOptions): { data: ScorerData; model: TrainedModel } {
   const { data, development } = trainScorer(folds, linesDigest, options);
-  const model = { json: `${JSON.stringify(data, null, 2)}\n`, train: data.trainedOn.lines, dev: development.examples, devAccuracy: development.accuracy, devUnsure: development.unsure };
-  return { data, model };
+  return { data, model: { json: `${JSON.stringify(data, null, 2)}\n`, lines: data.trainedOn.lines, development } };
 }
 
 /**
@@ -104,7 +101,7 @@ export async function trainFromManifest(manifestFile: string, rules: unknown): P
 }
 
 const describe = (name: string, model: TrainedModel) =>
-  `${name}: ${model.train} examples; left out by the folds ${model.dev}: accuracy ${(model.devAccuracy * 100).toFixed(1)}%, unsure ${(model.devUnsure * 100).toFixed(1)}%`;
+  `${name}: ${model.lines} examples; left out by the folds ${model.development.examples}: accuracy ${(model.development.accuracy * 100).toFixed(1)}%, unsure ${(model.development.unsure * 100).toFixed(1)}%`;
 
 /**
  * `task-router train [--check]`: writes config/scorer.json and config/context.json, or checks that the

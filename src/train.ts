@@ -221,6 +221,7 @@ export function trainScorer(folds: readonly TrainingFold[], linesDigest: string,
     calibration,
     threshold,
     band,
+    // Every fold holds all the lines, between those it trains on and those it leaves out.
     trainedOn: { lines: (folds[0] as TrainingFold).train.length + (folds[0] as TrainingFold).dev.length, digest: linesDigest },
   };
   const { version, ...rest } = data;

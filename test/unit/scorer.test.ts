@@ -85,8 +85,8 @@ describe('a weight table read dense or sparse', () => {
 });
 
 describe('calibration', () => {
-  it('stays finite and leaves an unsure band when the development split separates perfectly', () => {
-    // Every development example is on the right side of the margin: plain Platt targets (1 and 0) have no
+  it('stays finite and leaves an unsure band when the left-out lines separate perfectly', () => {
+    // Every left-out example is on the right side of the margin: plain Platt targets (1 and 0) have no
     // minimum there, and Newton steps sent the slope to about 4e10, every score to 0 or 1.
     const examples = Array.from({ length: 40 }, (_, index) => ({ features: namedFeatures([`w:${index % 2 ? 'deploy' : 'poem'}`, `w:n${index}`]), action: index % 2 === 1 }));
     const { data } = trainScorer([{ train: examples, dev: examples }], 'd', { bits: 10, iterations: 200 });
